@@ -1,0 +1,63 @@
+"""Shared fixtures: which sandbox backends this machine can run.
+
+A backend that cannot run here is skipped with the reason, except under CI
+(VERL_SWE_REQUIRE_BACKENDS=1), where a missing engine is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+
+import pytest
+
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+
+@functools.lru_cache(maxsize=None)
+def docker_problem() -> str | None:
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+        client.images.get("verl-swe/base:bookworm")
+    except Exception as e:  # noqa: BLE001 - any failure means the backend is unusable here
+        return f"docker backend unavailable: {e} (start dockerd and run envs/base/build.sh)"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def local_problem() -> str | None:
+    if shutil.which("bwrap") is None:
+        return "local backend unavailable: bubblewrap is not installed"
+    return None
+
+
+def require(problem: str | None) -> None:
+    if problem is None:
+        return
+    if os.environ.get("VERL_SWE_REQUIRE_BACKENDS") == "1":
+        pytest.fail(problem)
+    pytest.skip(problem)
+
+
+@pytest.fixture(params=["docker", "local"])
+def backend(request) -> str:
+    require(docker_problem() if request.param == "docker" else local_problem())
+    return request.param
+
+
+@pytest.fixture
+def make_config(backend, tmp_path):
+    """Build a config for the current backend; local sandboxes keep their state under tmp_path."""
+    from verl_swe.sandbox import DockerSandboxConfig, LocalSandboxConfig
+
+    def make(**kw):
+        if backend == "docker":
+            return DockerSandboxConfig(**kw)
+        kw.setdefault("state_dir", tmp_path / "sandboxes")
+        return LocalSandboxConfig(**kw)
+
+    return make
