@@ -61,3 +61,18 @@ def make_config(backend, tmp_path):
         return LocalSandboxConfig(**kw)
 
     return make
+
+
+def pytest_collection_modifyitems(config, items):
+    # Backend-parametrized tests carry their backend's marker, so `-m docker` / `-m local` select them.
+    for item in items:
+        backend = getattr(getattr(item, "callspec", None), "params", {}).get("backend")
+        if backend:
+            item.add_marker(getattr(pytest.mark, backend))
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("docker"):
+        require(docker_problem())
+    if item.get_closest_marker("local"):
+        require(local_problem())

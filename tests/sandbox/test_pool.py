@@ -157,4 +157,15 @@ async def test_ray_pool_spreads_over_nodes(ray_cluster):
                 await sb.exec("true")
             assert type(err.value) is SandboxError and "no open sandbox" in str(err.value)
             assert sorted(h.open for h in pool.hosts) == [1, 2]
+
+            async def hold():
+                async with pool.acquire():
+                    await asyncio.sleep(3600)
+
+            task = asyncio.create_task(hold())
+            await asyncio.sleep(0.05)  # cancelled while the host is still starting the container
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert sorted(h.open for h in pool.hosts) == [1, 2] and len(_containers(tag)) == 3
     assert _containers(tag) == []

@@ -1,0 +1,146 @@
+"""Nothing is left behind: after close, an exception, cancellation, or a killed driver plus `gc`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from verl_swe.sandbox import create_sandbox, open_sandbox
+from verl_swe.sandbox.gc import gc
+
+
+def leftovers(backend: str, run_label: str, state_dir: Path) -> list[str]:
+    """Every trace of sandboxes carrying `run_label`: containers, state dirs, cgroups, processes."""
+    found = []
+    if backend == "docker":
+        import docker
+
+        for c in docker.from_env().containers.list(all=True, filters={"label": f"test-run={run_label}"}):
+            found.append(f"container {c.name}")
+        return found
+    if state_dir.exists():
+        found += [f"state dir {p}" for p in state_dir.iterdir()]
+    for controller in Path("/sys/fs/cgroup").iterdir():
+        found += [f"cgroup {cg}" for cg in controller.glob("**/verl-swe-*") if cg.is_dir()]
+    for proc in Path("/proc").iterdir():
+        try:
+            if str(state_dir).encode() in (proc / "cmdline").read_bytes():
+                found.append(f"process {proc.name}")
+        except OSError:
+            pass
+    return found
+
+
+@pytest.fixture
+def labelled(make_config, backend, tmp_path):
+    run = uuid.uuid4().hex
+
+    def make(**kw):
+        cfg = make_config(labels={"test-run": run}) if backend == "docker" else make_config()
+        return cfg.model_copy(update=kw)
+
+    def check() -> list[str]:
+        return leftovers(backend, run, tmp_path / "sandboxes")
+
+    return make, check
+
+
+async def test_close_leaves_nothing(labelled):
+    make, check = labelled
+    async with open_sandbox(make()) as sb:
+        await sb.exec("sleep 1000 & sleep 1000 & echo started")
+        assert check()  # the sandbox is visible while open
+    assert check() == []
+
+
+async def test_exception_inside_leaves_nothing(labelled):
+    make, check = labelled
+    with pytest.raises(ZeroDivisionError):
+        async with open_sandbox(make()) as sb:
+            await sb.exec("sleep 1000 &")
+            1 / 0
+    assert check() == []
+
+
+async def test_cancellation_mid_command_leaves_nothing(labelled):
+    make, check = labelled
+    started = asyncio.Event()
+
+    async def agent():
+        async with open_sandbox(make()) as sb:
+            started.set()
+            await sb.exec("sleep 1000", timeout=600)
+
+    task = asyncio.ensure_future(agent())
+    await asyncio.wait_for(started.wait(), 60)
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert check() == []
+
+
+async def test_cancellation_during_start_leaves_nothing(labelled):
+    make, check = labelled
+    for delay in (0.0, 0.02, 0.08):
+        sb = create_sandbox(make())
+        task = asyncio.ensure_future(sb.start())
+        await asyncio.sleep(delay)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        await sb.close()
+    assert check() == []
+
+
+DRIVER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from verl_swe.sandbox import parse_sandbox_config, open_sandbox
+    async def main():
+        async with open_sandbox(parse_sandbox_config(__import__("json").loads(sys.argv[1]))) as sb:
+            await sb.exec("sleep 1000 &")
+            print("ready", flush=True)
+            await asyncio.sleep(1000)
+    asyncio.run(main())
+    """
+)
+
+
+def test_killed_driver_then_gc_leaves_nothing(labelled, backend, tmp_path):
+    make, check = labelled
+    cfg = make()
+    proc = subprocess.Popen([sys.executable, "-c", DRIVER, cfg.model_dump_json()], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert check()  # the driver died without closing anything
+    report = gc(docker=backend == "docker", local=backend == "local", state_dir=tmp_path / "sandboxes")
+    assert not report.errors
+    assert report.containers or report.local_sandboxes
+    assert check() == []
+
+
+def test_gc_keeps_sandboxes_of_live_drivers(labelled, backend, tmp_path):
+    make, check = labelled
+
+    async def scenario():
+        async with open_sandbox(make()) as sb:
+            report = gc(docker=backend == "docker", local=backend == "local", state_dir=tmp_path / "sandboxes")
+            assert report.kept >= 1
+            assert (await sb.exec("echo alive")).output == "alive\n"
+
+    asyncio.run(scenario())
+    assert check() == []

@@ -1,0 +1,135 @@
+"""The `verl-swe` command."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="Train SWE agents with verl: sandboxes, tasks, RL.")
+sandbox_app = typer.Typer(no_args_is_help=True, help="Sandboxes: run a command, clean up, benchmark.")
+app.add_typer(sandbox_app, name="sandbox")
+console = Console()
+
+
+def _sandbox_config(backend: str, image: Optional[str], workdir: Optional[str], source_dir: Optional[Path]):
+    from pydantic import ValidationError
+
+    from verl_swe.sandbox import parse_sandbox_config
+
+    data: dict = {"backend": backend}
+    if image:
+        data["image"] = image
+    if workdir:
+        data["workdir"] = workdir
+    if source_dir:
+        data["source_dir"] = str(source_dir)
+    try:
+        return parse_sandbox_config(data)
+    except ValidationError as e:
+        raise typer.BadParameter(str(e)) from None
+
+
+@sandbox_app.command("exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def sandbox_exec(
+    ctx: typer.Context,
+    backend: str = typer.Option("docker", help="docker or local"),
+    image: Optional[str] = typer.Option(None, help="docker image (default: the verl-swe base image)"),
+    workdir: Optional[str] = typer.Option(None, help="working directory inside the sandbox"),
+    source_dir: Optional[Path] = typer.Option(None, help="local backend: directory copied in as the workdir"),
+    timeout: float = typer.Option(120.0, help="seconds before the command is killed"),
+):
+    """Run one command in a fresh sandbox and print its output: `verl-swe sandbox exec -- CMD ...`."""
+    command = " ".join(ctx.args)
+    if not command:
+        raise typer.BadParameter("give the command after `--`, e.g. verl-swe sandbox exec -- python -V")
+    config = _sandbox_config(backend, image, workdir, source_dir)
+
+    async def run():
+        from verl_swe.sandbox import open_sandbox
+
+        async with open_sandbox(config) as sb:
+            return await sb.exec(command, timeout=timeout)
+
+    from verl_swe.sandbox import SandboxError
+
+    try:
+        result = asyncio.run(run())
+    except SandboxError as e:
+        console.print(f"[red]sandbox error:[/red] {e}")
+        raise typer.Exit(2)
+    sys.stdout.write(result.output)
+    if result.timed_out:
+        console.print(f"[yellow]timed out after {timeout:g} s[/yellow]", style="yellow")
+    raise typer.Exit(result.exit_code)
+
+
+@sandbox_app.command("gc")
+def sandbox_gc(
+    everything: bool = typer.Option(False, "--all", help="also remove sandboxes of live drivers and other hosts"),
+    docker: bool = typer.Option(True, help="clean docker containers"),
+    local: bool = typer.Option(True, help="clean local sandboxes"),
+):
+    """Remove what sandboxes left behind (containers by label, local state and cgroups)."""
+    from verl_swe.sandbox.gc import gc
+
+    report = gc(everything=everything, docker=docker, local=local)
+    for name in report.containers:
+        console.print(f"removed container {name}")
+    for name in report.local_sandboxes:
+        console.print(f"removed local sandbox {name}")
+    console.print(
+        f"removed {len(report.containers)} containers and {len(report.local_sandboxes)} local sandboxes; "
+        f"kept {report.kept} that belong to live drivers"
+    )
+    for err in report.errors:
+        console.print(f"[yellow]{err}[/yellow]")
+
+
+@sandbox_app.command("bench")
+def sandbox_bench(
+    backends: List[str] = typer.Option(["docker", "local"], "--backend", help="backends to measure"),
+    calls: int = typer.Option(2000, help="round trips timed per backend"),
+    rounds: int = typer.Option(20, help="start/close cycles timed per backend"),
+    sandboxes: int = typer.Option(64, help="concurrent sandboxes"),
+    commands: int = typer.Option(20, help="commands per concurrent sandbox"),
+    out: Optional[Path] = typer.Option(None, help="also write the results as JSON here"),
+):
+    """Start latency, exec round trip, close latency and concurrency, beside the raw engine."""
+    from verl_swe.sandbox import bench
+
+    results = [asyncio.run(bench.run_backend(b, calls, rounds, sandboxes, commands)) for b in backends]
+    table = Table(title="verl-swe sandbox bench (ms unless said)")
+    table.add_column("metric")
+    for r in results:
+        table.add_column(r.backend, justify="right")
+    rows = [
+        ("start p50 / p90", lambda r: f"{r.start_ms_p50:.1f} / {r.start_ms_p90:.1f}"),
+        ("exec round trip p50 / p99", lambda r: f"{r.exec_ms_p50:.3f} / {r.exec_ms_p99:.3f}"),
+        ("close p50 / p90", lambda r: f"{r.close_ms_p50:.1f} / {r.close_ms_p90:.1f}"),
+        ("concurrent: sandboxes x commands", lambda r: f"{r.concurrent_sandboxes} x {r.concurrent_commands}"),
+        ("concurrent: failures", lambda r: str(r.concurrent_failures)),
+        ("concurrent: wall (s)", lambda r: f"{r.concurrent_wall_s:.2f}"),
+        ("baseline", lambda r: r.baseline),
+        ("baseline exec p50 / p99", lambda r: f"{r.baseline_exec_ms_p50:.2f} / {r.baseline_exec_ms_p99:.2f}"),
+    ]
+    for name, fmt in rows:
+        table.add_row(name, *(fmt(r) for r in results))
+    console.print(table)
+    for r in results:
+        for err in r.errors:
+            console.print(f"[red]{r.backend}: {err}[/red]")
+    if out:
+        out.write_text(json.dumps({"machine": bench.machine(), "results": bench.as_dicts(results)}, indent=2))
+    if any(r.errors or r.concurrent_failures for r in results):
+        raise typer.Exit(1)
+
+
+if __name__ == "__main__":
+    app()
