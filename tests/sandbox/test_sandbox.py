@@ -164,3 +164,12 @@ async def test_commands_run_concurrently_in_separate_sandboxes(make_config):
             return (await sb.exec("cat mine")).output.strip()
 
     assert await asyncio.gather(*(one(i) for i in range(8))) == [str(i) for i in range(8)]
+
+
+async def test_quick_edits_are_never_hidden_by_stale_bytecode(make_config):
+    # Same size, same second: Python's .pyc check (mtime + size) cannot tell these two files apart.
+    async with open_sandbox(make_config()) as sb:
+        await sb.write_file("mod.py", "X = 1\n")
+        assert (await sb.exec("python3 -c 'import mod; print(mod.X)'")).output == "1\n"
+        await sb.write_file("mod.py", "X = 2\n")
+        assert (await sb.exec("python3 -c 'import mod; print(mod.X)'")).output == "2\n"

@@ -58,7 +58,9 @@ def init_script(workdir: str) -> bytes:
     return (
         "exec 2>&1; unset HISTFILE; "
         "export PAGER=cat GIT_PAGER=cat MANPAGER=cat SYSTEMD_PAGER=cat EDITOR=true VISUAL=true "
-        "TERM=dumb PIP_PROGRESS_BAR=off DEBIAN_FRONTEND=noninteractive; "
+        "TERM=dumb PIP_PROGRESS_BAR=off DEBIAN_FRONTEND=noninteractive "
+        # Edits within one second keep the size and mtime of a file: a cached .pyc would hide them.
+        "PYTHONDONTWRITEBYTECODE=1; "
         f"cd {shlex.quote(workdir)} 2>/dev/null; "
         # Commands run inside a function so that the killer's SIGUSR1 can abort the rest of the
         # command line (`return` from a trap leaves the function), not only its current process.
