@@ -173,3 +173,24 @@ async def test_quick_edits_are_never_hidden_by_stale_bytecode(make_config):
         assert (await sb.exec("python3 -c 'import mod; print(mod.X)'")).output == "1\n"
         await sb.write_file("mod.py", "X = 2\n")
         assert (await sb.exec("python3 -c 'import mod; print(mod.X)'")).output == "2\n"
+
+
+async def test_a_sandbox_killed_from_outside_reports_itself_dead(make_config, backend, tmp_path):
+    from verl_swe.sandbox import SandboxDied
+    from verl_swe.sandbox.gc import gc
+
+    async with open_sandbox(make_config()) as sb:
+        running = asyncio.ensure_future(sb.exec("sleep 1000", timeout=600))
+        await asyncio.sleep(0.3)
+        # What an operator does: `docker rm -f` the container, or `gc --all` the (test's own) local sandboxes.
+        if backend == "docker":
+            from verl_swe.sandbox.docker import docker_client, remove_container
+
+            remove_container(docker_client(), sb.id)
+        else:
+            gc(everything=True, docker=False, state_dir=tmp_path / "sandboxes")
+        with pytest.raises(SandboxDied):
+            await asyncio.wait_for(running, 30)
+        assert not sb.alive
+        with pytest.raises(SandboxDied):
+            await sb.exec("echo hello")

@@ -54,9 +54,15 @@ class _DockerStream:
             return b""
 
     async def write(self, data: bytes) -> None:
-        self._writer.write(data)
-        if self._writer.transport.get_write_buffer_size() > 1 << 20:
-            await self._writer.drain()
+        # A dead container shows up as end of stream on the next read; no error from here.
+        if self._writer.is_closing():
+            return
+        try:
+            self._writer.write(data)
+            if self._writer.transport.get_write_buffer_size() > 1 << 20:
+                await self._writer.drain()
+        except (ConnectionError, RuntimeError):
+            pass
 
     def close(self) -> None:
         self._writer.close()

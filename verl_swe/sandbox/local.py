@@ -52,9 +52,12 @@ class _PipeStream:
         stdin = self._proc.stdin
         if stdin.is_closing():
             return
-        stdin.write(data)
-        if stdin.transport.get_write_buffer_size() > 1 << 20:
-            await stdin.drain()
+        try:
+            stdin.write(data)
+            if stdin.transport.get_write_buffer_size() > 1 << 20:
+                await stdin.drain()
+        except (ConnectionError, RuntimeError):
+            pass  # the sandbox died: the next read says so
 
 
 def bwrap_args(config: LocalSandboxConfig, work: Path) -> list[str]:
