@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import abc
+import asyncio
 import posixpath
 import shlex
+import uuid
 
 from verl_swe.sandbox.config import DockerSandboxConfig, LocalSandboxConfig
 from verl_swe.sandbox.shell import PersistentShell, SandboxDied, SandboxError
@@ -14,8 +16,20 @@ from verl_swe.types import ExecResult
 class Sandbox(abc.ABC):
     """An isolated machine with a persistent shell. Use through `open_sandbox(config)`."""
 
-    config: DockerSandboxConfig | LocalSandboxConfig
     _shell: PersistentShell | None = None
+
+    def __init__(self, config: DockerSandboxConfig | LocalSandboxConfig):
+        self.config = config
+        self._id = f"verl-swe-{uuid.uuid4().hex[:12]}"  # also the container / state-dir name
+        self._closed = False
+
+    async def start(self) -> None:
+        """Start the sandbox; on failure, timeout or cancellation, whatever was made is removed."""
+        try:
+            await asyncio.wait_for(self._start(), self.config.start_timeout_s)
+        except BaseException:
+            await asyncio.shield(self.close())
+            raise
 
     @property
     def id(self) -> str:
@@ -73,7 +87,7 @@ class Sandbox(abc.ABC):
         return self._shell
 
     @abc.abstractmethod
-    async def start(self) -> None: ...
+    async def _start(self) -> None: ...
 
     @abc.abstractmethod
     async def close(self) -> None:

@@ -13,7 +13,6 @@ import logging
 import os
 import socket
 import struct
-import uuid
 from importlib import resources
 
 from verl_swe.sandbox.base import Sandbox
@@ -84,19 +83,10 @@ async def _in_thread(fn, *args, **kwargs):
 
 class DockerSandbox(Sandbox):
     def __init__(self, config: DockerSandboxConfig):
-        self.config = config
-        self._id = f"verl-swe-{uuid.uuid4().hex[:12]}"
+        super().__init__(config)
         self._client = docker_client(config.docker_host)
         self._stream: _DockerStream | None = None
         self._container_id: str | None = None
-        self._closed = False
-
-    async def start(self) -> None:
-        try:
-            await asyncio.wait_for(self._start(), self.config.start_timeout_s)
-        except BaseException:
-            await asyncio.shield(self.close())
-            raise
 
     async def _start(self) -> None:
         import docker.errors

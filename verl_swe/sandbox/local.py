@@ -15,7 +15,6 @@ import os
 import shutil
 import signal
 import socket
-import uuid
 from importlib import resources
 from pathlib import Path
 
@@ -78,20 +77,11 @@ def bwrap_args(config: LocalSandboxConfig, work: Path) -> list[str]:
 
 class LocalSandbox(Sandbox):
     def __init__(self, config: LocalSandboxConfig):
-        self.config = config
-        self._id = f"verl-swe-{uuid.uuid4().hex[:12]}"
+        super().__init__(config)
         self._dir = Path(config.state_dir) / self._id
         self._proc: asyncio.subprocess.Process | None = None
         self._cgroups: list[Path] = []
         self._ns_pid: int | None = None  # host pid of the sandbox's pid-namespace init
-        self._closed = False
-
-    async def start(self) -> None:
-        try:
-            await asyncio.wait_for(self._start(), self.config.start_timeout_s)
-        except BaseException:
-            await asyncio.shield(self.close())
-            raise
 
     async def _start(self) -> None:
         if shutil.which("bwrap") is None:
