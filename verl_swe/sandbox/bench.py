@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import platform
 import shutil
-import statistics
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
@@ -96,11 +95,13 @@ def _baseline(backend: str, res: BackendResult, calls: int) -> None:
     if backend == "docker":
         import docker
 
-        from verl_swe.sandbox.config import BASE_IMAGE
+        from verl_swe.sandbox.config import BASE_IMAGE, LABEL
+        from verl_swe.sandbox.docker import owner_label
 
         res.baseline = "docker exec per call"
+        labels = {LABEL: "1", f"{LABEL}.owner": owner_label()}  # `sandbox gc` finds it if we crash
         container = docker.from_env().containers.run(BASE_IMAGE, ["sleep", "infinity"], detach=True,
-                                                      network_mode="none", init=True, labels={"verl-swe": "1"})
+                                                      network_mode="none", init=True, labels=labels)
         try:
             for _ in range(calls):
                 t = time.perf_counter()
@@ -146,6 +147,3 @@ def machine() -> dict:
 def as_dicts(results: list[BackendResult]) -> list[dict]:
     return [asdict(r) for r in results]
 
-
-def median(xs: list[float]) -> float:
-    return statistics.median(xs) if xs else 0.0
