@@ -95,11 +95,10 @@ def _baseline(backend: str, res: BackendResult, calls: int) -> None:
     if backend == "docker":
         import docker
 
-        from verl_swe.sandbox.config import BASE_IMAGE, LABEL
-        from verl_swe.sandbox.docker import owner_label
+        from verl_swe.sandbox.config import BASE_IMAGE, LABEL, owner_id
 
         res.baseline = "docker exec per call"
-        labels = {LABEL: "1", f"{LABEL}.owner": owner_label()}  # `sandbox gc` finds it if we crash
+        labels = {LABEL: "1", f"{LABEL}.owner": owner_id()}  # `sandbox gc` finds it if we crash
         container = docker.from_env().containers.run(BASE_IMAGE, ["sleep", "infinity"], detach=True,
                                                       network_mode="none", init=True, labels=labels)
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
@@ -9,6 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 BASE_IMAGE = "verl-swe/base:bookworm"  # built offline by envs/base/build.sh
 LABEL = "verl-swe"  # every container carries it, so `verl-swe sandbox gc` finds them
+
+
+def owner_id() -> str:
+    """Who owns a sandbox: host and driver pid, so `gc` can tell orphans from live sandboxes."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 class Limits(BaseModel):

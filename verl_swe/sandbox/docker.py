@@ -10,18 +10,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
-import socket
 import struct
-from importlib import resources
 
 from verl_swe.sandbox.base import Sandbox
-from verl_swe.sandbox.config import LABEL, DockerSandboxConfig
-from verl_swe.sandbox.shell import PersistentShell, SandboxError, supervisor_script
+from verl_swe.sandbox.config import LABEL, DockerSandboxConfig, owner_id
+from verl_swe.sandbox.shell import KILLTREE, PersistentShell, SandboxError, supervisor_script
 
 logger = logging.getLogger(__name__)
-
-KILLTREE = resources.files("verl_swe.sandbox").joinpath("killtree.sh").read_text()
 
 
 @functools.lru_cache(maxsize=8)
@@ -31,11 +26,6 @@ def docker_client(docker_host: str | None = None):
     if docker_host:
         return docker.DockerClient(base_url=docker_host)
     return docker.from_env()
-
-
-def owner_label() -> str:
-    """Who owns a container: host and driver pid, so `gc` can tell orphans from live sandboxes."""
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 class _DockerStream:
@@ -101,7 +91,7 @@ class DockerSandbox(Sandbox):
                 command=["sh", "-c", supervisor_script(nonce, c.workdir)],
                 stdin_open=True,
                 environment={"LANG": "C.UTF-8", **c.env},
-                labels={LABEL: "1", f"{LABEL}.owner": owner_label(), **c.labels},
+                labels={LABEL: "1", f"{LABEL}.owner": owner_id(), **c.labels},
                 host_config=self._client.api.create_host_config(
                     init=True,
                     network_mode="bridge" if c.network else "none",

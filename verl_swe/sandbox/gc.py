@@ -11,12 +11,11 @@ import logging
 import os
 import shutil
 import signal
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from verl_swe.sandbox import cgroups
-from verl_swe.sandbox.config import LABEL, LocalSandboxConfig
+from verl_swe.sandbox.config import LABEL, LocalSandboxConfig, owner_id
 
 logger = logging.getLogger(__name__)
 
@@ -30,8 +29,9 @@ class GcReport:
 
 
 def _is_orphan(owner: str) -> bool:
+    """Whether `owner` (an `owner_id()`) names a driver on this host that is gone."""
     host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
+    if host != owner_id().rpartition(":")[0] or not pid.isdigit():
         return False  # another machine's: only `everything` removes it
     try:
         os.kill(int(pid), 0)

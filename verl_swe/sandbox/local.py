@@ -14,18 +14,14 @@ import logging
 import os
 import shutil
 import signal
-import socket
-from importlib import resources
 from pathlib import Path
 
 from verl_swe.sandbox import cgroups
 from verl_swe.sandbox.base import Sandbox
-from verl_swe.sandbox.config import LocalSandboxConfig
-from verl_swe.sandbox.shell import PersistentShell, SandboxError, supervisor_script
+from verl_swe.sandbox.config import LocalSandboxConfig, owner_id
+from verl_swe.sandbox.shell import KILLTREE, PersistentShell, SandboxError, supervisor_script
 
 logger = logging.getLogger(__name__)
-
-KILLTREE = resources.files("verl_swe.sandbox").joinpath("killtree.sh").read_text()
 
 # Host paths a program needs to run (read-only). Not /etc as a whole: it may hold secrets.
 SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"]
@@ -89,7 +85,7 @@ class LocalSandbox(Sandbox):
         c = self.config
         work = self._dir / "work"
         self._dir.mkdir(parents=True)
-        state = {"owner": f"{socket.gethostname()}:{os.getpid()}", "cgroups": []}
+        state = {"owner": owner_id(), "cgroups": []}
         if c.source_dir is not None:
             if not Path(c.source_dir).is_dir():
                 raise SandboxError(f"local sandbox source_dir {c.source_dir} is not a directory")

@@ -17,11 +17,15 @@ import secrets
 import shlex
 import time
 from dataclasses import dataclass
+from importlib import resources
 from typing import Awaitable, Callable, Protocol
 
 from verl_swe.types import ExecResult
 
 logger = logging.getLogger(__name__)
+
+# Run inside a sandbox's pid namespace to kill what a command started (each backend enters it its own way).
+KILLTREE = resources.files("verl_swe.sandbox").joinpath("killtree.sh").read_text()
 
 # Grace given to the shell to report back after the command's processes were killed; a shell that
 # is itself busy (a builtin `while :; do :; done`) never does and is restarted instead.
