@@ -63,10 +63,38 @@ def make_config(backend, tmp_path):
     return make
 
 
+@pytest.fixture(scope="session")
+def mini_tasks():
+    """The bundled envs/mini suite, by instance id."""
+    from verl_swe.tasks import load_tasks
+    from verl_swe.tasks.repos import mini_dir
+
+    return {t.instance_id: t for t in load_tasks(mini_dir() / "tasks.jsonl")}
+
+
+@pytest.fixture(scope="session", params=["docker", "local"])
+def session_backend(request) -> str:
+    require(docker_problem() if request.param == "docker" else local_problem())
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def task_envs(session_backend, tmp_path_factory):
+    """`Environments` for the backend, with one cache for the whole session (each env builds once)."""
+    from verl_swe.tasks import Environments
+
+    cache = tmp_path_factory.getbasetemp() / "verl-swe-cache"
+    sandbox = {"state_dir": str(tmp_path_factory.getbasetemp() / "sandboxes")} if session_backend == "local" else {}
+    envs = Environments(session_backend, cache_dir=cache, sandbox=sandbox)
+    yield envs
+    envs.close()
+
+
 def pytest_collection_modifyitems(config, items):
     # Backend-parametrized tests carry their backend's marker, so `-m docker` / `-m local` select them.
     for item in items:
-        backend = getattr(getattr(item, "callspec", None), "params", {}).get("backend")
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        backend = params.get("backend") or params.get("session_backend")
         if backend:
             item.add_marker(getattr(pytest.mark, backend))
 

@@ -14,6 +14,14 @@ LIGHT_MODULES = [
     "verl_swe.sandbox.gc",
     "verl_swe.sandbox.bench",
     "verl_swe.cli",
+    "verl_swe.tasks",
+    "verl_swe.tasks.env_docker",
+    "verl_swe.tasks.env_local",
+    "verl_swe.reward.patch_guard",
+    "verl_swe.reward.grading",
+    "verl_swe.reward.evaluate",
+    # swebench's parsers and grading, which grading imports lazily
+    "swebench.harness.grading",
 ]
 HEAVY = ["torch", "ray", "verl", "vllm", "transformers"]
 

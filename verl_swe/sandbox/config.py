@@ -61,6 +61,7 @@ class LocalSandboxConfig(_SandboxConfig):
     backend: Literal["local"] = "local"
     source_dir: Path | None = None
     ro_binds: list[Path] = Field(default_factory=list)
+    rw_binds: list[Path] = Field(default_factory=list)
     state_dir: Path = Path("/tmp/verl-swe-sandboxes")
 
 

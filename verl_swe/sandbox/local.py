@@ -61,9 +61,12 @@ def bwrap_args(config: LocalSandboxConfig, work: Path) -> list[str]:
         args.append("--share-net")
     for d in SYSTEM_DIRS + SYSTEM_ETC:
         args += ["--ro-bind-try", d, d]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/root", "--tmpfs", "/run"]
+    # After the tmpfs mounts, so a cache under /root or /tmp stays visible.
     for p in config.ro_binds:
         args += ["--ro-bind", str(p), str(p)]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/root", "--tmpfs", "/run"]
+    for p in config.rw_binds:
+        args += ["--bind", str(p), str(p)]
     args += ["--bind", str(work), config.workdir, "--chdir", config.workdir]
     env = {"PATH": SANDBOX_PATH, "HOME": "/root", "LANG": "C.UTF-8", "USER": "root", **config.env}
     for k, v in env.items():

@@ -1,4 +1,4 @@
-"""The `verl-swe` command."""
+"""`verl-swe sandbox ...`: run a command in a sandbox, clean up, benchmark."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="Train SWE agents with verl: sandboxes, tasks, RL.")
 sandbox_app = typer.Typer(no_args_is_help=True, help="Sandboxes: run a command, clean up, benchmark.")
-app.add_typer(sandbox_app, name="sandbox")
 console = Console()
 
 
@@ -130,6 +128,3 @@ def sandbox_bench(
     if any(r.errors or r.concurrent_failures for r in results):
         raise typer.Exit(1)
 
-
-if __name__ == "__main__":
-    app()

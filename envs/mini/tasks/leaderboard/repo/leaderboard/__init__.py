@@ -1,0 +1,6 @@
+"""Best-score leaderboards."""
+
+from .board import Entry, Leaderboard
+from .render import render
+
+__all__ = ["Entry", "Leaderboard", "render"]

@@ -1,0 +1,58 @@
+"""`verl-swe envs build` and `verl-swe evaluate` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+PAGER, ROMAN = "verl-swe-mini__pager-1", "verl-swe-mini__roman-1"
+
+
+def cli(*args, cache, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "verl_swe.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "VERL_SWE_CACHE": str(cache)})
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def test_envs_build_then_evaluate(tmp_path, mini_tasks, task_envs, session_backend):
+    cache = task_envs.store.cache_dir
+    pager, roman = mini_tasks[PAGER], mini_tasks[ROMAN]
+    tasks = write_jsonl(tmp_path / "tasks.jsonl", [pager.model_dump(), '{"instance_id": "half a row"', roman.model_dump()])
+    r = cli("envs", "build", "--instances", tasks, "--backend", session_backend, cache=cache)
+    assert "2/2 environments ready" in r.stdout, r.stderr
+    assert r.returncode == 1 and f"{tasks}:2" in r.stderr  # the malformed row is named, the rest built
+
+    preds = write_jsonl(tmp_path / "preds.jsonl", [
+        {"instance_id": PAGER, "model_name_or_path": "gold", "model_patch": pager.patch},
+        {"instance_id": ROMAN, "model_name_or_path": "empty", "model_patch": None},
+        {"instance_id": "not-a-task", "model_name_or_path": "x", "model_patch": ""},
+    ])
+    out = tmp_path / "out" / "report.json"
+    r = cli("evaluate", "--instances", tasks, "--predictions", preds, "--backend", session_backend,
+            "--workers", 2, "--output", out, cache=cache)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(out.read_text())
+    assert report["summary"] == {"total": 2, "resolved": 1, "unresolved": 1, "errors": 0, "empty_patches": 1,
+                                 "invalid_task_rows": 1, "unknown_predictions": 1}
+    assert report["instances"][PAGER]["resolved"] and not report["instances"][ROMAN]["resolved"]
+    assert report["instances"][PAGER]["tests_status"]["FAIL_TO_PASS"]["success"] == pager.FAIL_TO_PASS
+    assert report["unknown_predictions"] == ["not-a-task"]
+    assert PAGER in r.stdout and "resolved" in r.stdout  # the table
+    logs = out.parent / "report_logs"
+    assert "PASSED tests/" in (logs / PAGER / "test_output.txt").read_text()
+    assert json.loads((logs / PAGER / "report.json").read_text())["resolved"] is True
+
+
+def test_evaluate_bad_predictions_names_the_row(tmp_path, mini_tasks):
+    tasks = write_jsonl(tmp_path / "tasks.jsonl", [mini_tasks[PAGER].model_dump()])
+    preds = write_jsonl(tmp_path / "preds.jsonl", [{"instance_id": PAGER, "model_patch": ""}, {"model_patch": "x"}])
+    r = cli("evaluate", "--instances", tasks, "--predictions", preds, "--backend", "local",
+            "--output", tmp_path / "r.json", cache=tmp_path / "cache")
+    assert r.returncode == 2 and f"{preds}:2: a prediction needs a string 'instance_id'" in r.stderr
+    assert not (tmp_path / "r.json").exists()

@@ -1,0 +1,11 @@
+"""The `verl-swe` command: one typer app, a sub-app per area."""
+
+import typer
+
+from verl_swe.cli.sandbox import sandbox_app
+from verl_swe.cli.tasks import envs_app, evaluate
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="Train SWE agents with verl: sandboxes, tasks, RL.")
+app.add_typer(sandbox_app, name="sandbox")
+app.add_typer(envs_app, name="envs")
+app.command("evaluate")(evaluate)

@@ -1,0 +1,5 @@
+"""`python -m verl_swe.cli`."""
+
+from verl_swe.cli import app
+
+app()

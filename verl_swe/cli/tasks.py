@@ -1,0 +1,111 @@
+"""`verl-swe envs build` and `verl-swe evaluate`: task environments and grading."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+envs_app = typer.Typer(no_args_is_help=True, help="Task environments: build them ahead of time.")
+console = Console(soft_wrap=True)  # long paths and messages stay on one greppable line
+err_console = Console(stderr=True, soft_wrap=True)
+
+BACKEND_HELP = "docker or local (bubblewrap, for machines without a container engine)"
+
+
+def _environments(backend: str, repos_dir: Optional[Path], cache_dir: Optional[Path]):
+    from verl_swe.tasks import Environments
+
+    if backend == "docker":
+        try:
+            from verl_swe.sandbox.docker import docker_client
+
+            docker_client(None).ping()
+        except Exception as e:  # noqa: BLE001 - any failure means no engine to talk to
+            err_console.print(f"[red]error:[/] no docker engine answers ({e}); start dockerd "
+                              "(bash scripts/setup.sh does) or use --backend local")
+            raise typer.Exit(2) from None
+    try:
+        return Environments(backend, repos_dir=repos_dir, cache_dir=cache_dir)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+
+
+@envs_app.command("build")
+def envs_build(
+    instances: str = typer.Option(..., help="tasks: .jsonl/.json/.parquet file or a hub dataset name[:split]"),
+    backend: str = typer.Option("docker", help=BACKEND_HELP),
+    repos_dir: Optional[Path] = typer.Option(None, help="directory of owner__name git clones"),
+    cache_dir: Optional[Path] = typer.Option(None, help="cache (default $VERL_SWE_CACHE or ~/.cache/verl-swe)"),
+    workers: int = typer.Option(2, min=1, help="environments built at once"),
+    instance_ids: Optional[List[str]] = typer.Option(None, "--instance-id", help="only these tasks (repeatable)"),
+):
+    """Build (or reuse) the environment of every task, with a progress bar."""
+    from verl_swe.tasks import read_tasks
+    from verl_swe.tasks.loader import select
+
+    tasks, row_errors = read_tasks(instances)
+    for e in row_errors:
+        err_console.print(f"[yellow]skipped malformed row[/] {e}")
+    tasks = select(tasks, instance_ids)
+    envs = _environments(backend, repos_dir, cache_dir)
+    try:
+        errors = asyncio.run(envs.build(tasks, workers=workers, progress=True))
+    finally:
+        envs.close()
+    failed = {k: v for k, v in errors.items() if v}
+    for iid, msg in failed.items():
+        err_console.print(f"[red]{iid}[/]: {msg}")
+    console.print(f"{len(tasks) - len(failed)}/{len(tasks)} environments ready ({backend})")
+    raise typer.Exit(1 if failed or row_errors else 0)
+
+
+def evaluate(
+    instances: str = typer.Option(..., help="tasks: .jsonl/.json/.parquet file or a hub dataset name[:split]"),
+    predictions: Path = typer.Option(..., help="swebench predictions: instance_id, model_name_or_path, model_patch"),
+    output: Path = typer.Option(Path("report.json"), help="where the JSON report goes"),
+    backend: str = typer.Option("docker", help=BACKEND_HELP),
+    repos_dir: Optional[Path] = typer.Option(None, help="directory of owner__name git clones"),
+    cache_dir: Optional[Path] = typer.Option(None, help="cache (default $VERL_SWE_CACHE or ~/.cache/verl-swe)"),
+    workers: int = typer.Option(1, min=1, help="predictions graded at once"),
+    timeout: float = typer.Option(1800.0, help="seconds the tests of one task may run"),
+    log_dir: Optional[Path] = typer.Option(None, help="per-instance test logs and reports (default: next to --output)"),
+):
+    """Grade predictions in fresh sandboxes; exit 0 whenever grading ran, whatever was resolved."""
+    from verl_swe.reward.evaluate import PredictionsError, evaluate as run_evaluation, write_json_atomic
+
+    envs = _environments(backend, repos_dir, cache_dir)
+    log_dir = log_dir or output.with_name(output.stem + "_logs")
+    try:
+        report = asyncio.run(run_evaluation(instances, predictions, envs, workers=workers, timeout_s=timeout,
+                                            log_dir=log_dir, progress=True))
+    except (PredictionsError, FileNotFoundError, ValueError) as e:
+        err_console.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2) from None
+    finally:
+        envs.close()
+    write_json_atomic(output, report.to_json())
+    _print_report(report)
+    console.print(f"report: {output}   logs: {log_dir}")
+
+
+def _print_report(report) -> None:
+    table = Table(title="verl-swe evaluate")
+    for col in ("instance", "resolved", "F2P", "P2P", "error"):
+        table.add_column(col)
+    for iid, r in report.instances.items():
+        ts = r["tests_status"] or {}
+        cell = lambda k: (f"{len(ts[k]['success'])}/{len(ts[k]['success']) + len(ts[k]['failure'])}" if k in ts else "-")
+        err = (r["error"] or "").splitlines()[0][:60] if r["error"] else ""
+        table.add_row(iid, "yes" if r["resolved"] else "no", cell("FAIL_TO_PASS"), cell("PASS_TO_PASS"), err)
+    console.print(table)
+    for line in report.invalid_rows:
+        err_console.print(f"[yellow]malformed task row[/] {line}")
+    for iid in report.unknown_predictions:
+        err_console.print(f"[yellow]prediction for unknown instance[/] {iid}")
+    console.print(json.dumps(report.summary()))

@@ -1,0 +1,92 @@
+"""Remove from a model patch everything that could make tests pass without fixing the code.
+
+The reward is 1 only when the task's own tests pass, so a patch may not touch those tests, add
+tests, or change what Python or pytest load implicitly. Offending file diffs are dropped (the rest of
+the patch is still graded) and each drop is reported with its reason. The same rules are told to
+the agent in `GRADING_RULES`, so the policy is never punished for a change it was not warned about.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from verl_swe.tasks.patches import FileDiff, split_patch
+
+GRADING_RULES = (
+    "Your patch is graded by the repository's own tests in a fresh copy of the repository. Changes to "
+    "test files (tests/, test_*.py, *_test.py, conftest.py), to test-runner configuration (pytest.ini, "
+    "tox.ini, setup.cfg, pyproject.toml, noxfile.py), to sitecustomize/usercustomize or .pth files, new "
+    "top-level modules named like standard or test-runner modules, symlinks, and files outside the "
+    "repository are discarded before grading. Fix the source code itself."
+)
+
+TEST_DIRS = {"test", "tests", "testing"}
+TEST_FILE_PATTERNS = ("test_*.py", "*_test.py", "tests.py", "conftest.py")
+# Files that Python or pytest read without being imported by the code under test.
+IMPLICIT_FILES = {
+    "conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg",
+    "pyproject.toml", "noxfile.py", "sitecustomize.py", "usercustomize.py",
+}
+# New top-level modules with these names would shadow the runner or the standard library when the
+# repository root is on sys.path (`python -m pytest` puts it first).
+RUNNER_MODULES = {"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "coverage", "xdist", "hypothesis"}
+SHADOWABLE = RUNNER_MODULES | set(getattr(sys, "stdlib_module_names", ()))
+
+
+@dataclass
+class GuardedPatch:
+    patch: str  # what is graded
+    dropped: dict[str, str] = field(default_factory=dict)  # path -> why it was removed
+
+
+def is_test_path(path: str) -> bool:
+    p = PurePosixPath(path)
+    return bool(TEST_DIRS.intersection(p.parts[:-1])) or any(fnmatch.fnmatch(p.name, pat) for pat in TEST_FILE_PATTERNS)
+
+
+def why_forbidden(diff: FileDiff, protected: set[str]) -> str | None:
+    """The reason this file diff may not be graded, or None when it is an ordinary source change."""
+    if diff.symlink:
+        return "symlinks are not allowed"
+    for path in diff.paths:
+        p = PurePosixPath(path)
+        if p.is_absolute() or ".." in p.parts or not p.parts:
+            return "writes outside the repository"
+        if ".git" in p.parts:
+            return "writes into git internals"
+        if path in protected:
+            return "a test file of the task"
+        if is_test_path(path):
+            return "a test file"
+        if p.name in IMPLICIT_FILES:
+            return "test-runner configuration or a file Python loads implicitly"
+        if p.suffix == ".pth":
+            return "a .pth file (run by Python at startup)"
+        if diff.old_path is None and p.parts[0].removesuffix(".py") in SHADOWABLE:
+            return f"a new top-level module shadowing {p.parts[0].removesuffix('.py')!r}"
+    return None
+
+
+def guard_patch(patch: str | None, test_patch: str = "") -> GuardedPatch:
+    """Keep the file diffs of `patch` that are ordinary source changes; name the reason for each drop.
+
+    `test_patch` is the task's test patch: every file it touches is protected.
+    """
+    if not patch or not patch.strip():
+        return GuardedPatch("")
+    protected = {p for d in split_patch(test_patch) for p in d.paths}
+    kept, dropped = [], {}
+    for diff in split_patch(patch):
+        reason = why_forbidden(diff, protected)
+        if reason is None:
+            kept.append(diff.text)
+        else:
+            for path in diff.paths:
+                dropped[path] = reason
+    text = "".join(kept)
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return GuardedPatch(text, dropped)

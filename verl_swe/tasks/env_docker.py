@@ -1,0 +1,130 @@
+"""Docker environments: the task's published image, or images built offline on the base image.
+
+Two cached layers: `verl-swe/env:<key>` holds the virtualenv at /opt/venv (one per environment key),
+`verl-swe/task:<key>` adds the task's one-commit repository at /testbed (one per task).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+
+from verl_swe.sandbox.config import BASE_IMAGE, LABEL, DockerSandboxConfig
+from verl_swe.sandbox.docker import docker_client
+from verl_swe.tasks.env_plan import EnvBuildError, download_wheels, plan_env
+from verl_swe.tasks.repos import RepoStore, file_lock
+from verl_swe.tasks.schema import Task
+
+logger = logging.getLogger(__name__)
+VENV = "/opt/venv"
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# SWE-bench's published images keep the environment in a conda env named "testbed".
+SWEBENCH_IMAGE_PATH = f"/opt/miniconda3/envs/testbed/bin:/opt/miniconda3/bin:{DEFAULT_PATH}"
+
+
+def _image_exists(client, name: str) -> bool:
+    import docker
+
+    try:
+        client.images.get(name)
+        return True
+    except docker.errors.ImageNotFound:
+        return False
+
+
+def image_python(base_image: str, docker_host: str | None, cache_dir: Path) -> tuple[str, str]:
+    """(python "X.Y", image id) of the base image, to fetch wheels that fit it; cached per image id."""
+    client = docker_client(docker_host)
+    image_id = client.images.get(base_image).id
+    known = cache_dir / "image-python" / image_id.replace(":", "_")
+    if not known.exists():
+        out = client.containers.run(base_image, ["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                    remove=True, network_mode="none")
+        known.parent.mkdir(parents=True, exist_ok=True)
+        known.write_text(out.decode().strip())
+    return known.read_text(), image_id
+
+
+def _build(client, context: Path, tag: str, labels: dict[str, str]) -> None:
+    import docker
+
+    try:
+        client.images.build(path=str(context), tag=tag, network_mode="none", rm=True, forcerm=True,
+                            labels={LABEL: "env", **labels})
+    except docker.errors.BuildError as e:
+        log = "".join(x.get("stream", "") or x.get("error", "") for x in e.build_log if isinstance(x, dict))
+        raise EnvBuildError(f"building {tag} failed: {e.msg}\n{log[-2500:]}") from None
+
+
+def prepare_docker(task: Task, store: RepoStore, template: DockerSandboxConfig) -> DockerSandboxConfig:
+    """Blocking: make sure the task's image exists; returns the sandbox config that runs it."""
+    import docker
+
+    try:
+        return _prepare(task, store, template)
+    except docker.errors.DockerException as e:
+        raise EnvBuildError(f"{task.instance_id}: docker engine error: {e}") from None
+
+
+def _prepare(task: Task, store: RepoStore, template: DockerSandboxConfig) -> DockerSandboxConfig:
+    client = docker_client(template.docker_host)
+    if task.image and (_image_exists(client, task.image) or _try_pull(client, task.image)):
+        path = SWEBENCH_IMAGE_PATH if "sweb.eval" in task.image else DEFAULT_PATH
+        return template.model_copy(update={"image": task.image, "env": {"PATH": path, **template.env}})
+    if task.install_config is None and task.image:
+        raise EnvBuildError(f"{task.instance_id}: image {task.image} is not available and cannot be pulled here, "
+                            "and the task has no install_config to build one from")
+    base = template.image if template.image else BASE_IMAGE
+    if not _image_exists(client, base):
+        raise EnvBuildError(f"base image {base} is missing: run envs/base/build.sh")
+    python, base_id = image_python(base, template.docker_host, store.cache_dir)
+    plan = plan_env(task, python, base_id)
+    env_tag = f"verl-swe/env:{plan.key}"
+    with file_lock(store.cache_dir / "locks" / f"docker-env-{plan.key}.lock"):
+        if not _image_exists(client, env_tag):
+            with tempfile.TemporaryDirectory(prefix="verl-swe-build-") as ctx:
+                ctx = Path(ctx)
+                if plan.needs_repo:
+                    shutil.copytree(store.snapshot(task, task.setup_commit), ctx / "repo", symlinks=True)
+                else:
+                    (ctx / "repo").mkdir()
+                download_wheels(plan, python, ctx / "wheels", ctx / "repo")
+                (ctx / "build.sh").write_text(plan.script)
+                env_lines = "".join(f"ENV {k}={_quote(v)}\n" for k, v in plan.env_vars.items())
+                (ctx / "Dockerfile").write_text(
+                    f"FROM {base}\nCOPY wheels /tmp/wheels\nCOPY repo /testbed\nCOPY build.sh /tmp/build.sh\n"
+                    f"WORKDIR /testbed\nRUN VENV={VENV} WHEELS=/tmp/wheels bash /tmp/build.sh"
+                    " && rm -rf /tmp/wheels /tmp/build.sh\n"
+                    f"ENV PATH={VENV}/bin:{DEFAULT_PATH} VIRTUAL_ENV={VENV}\n{env_lines}"
+                )
+                logger.info("building %s for %s", env_tag, task.instance_id)
+                _build(client, ctx, env_tag, {"verl-swe.env-key": plan.key})
+    task_key = hashlib.sha256(f"{plan.key}/{task.repo}@{task.base_commit}".encode()).hexdigest()[:16]
+    task_tag = f"verl-swe/task:{task_key}"
+    with file_lock(store.cache_dir / "locks" / f"docker-task-{task_key}.lock"):
+        if not _image_exists(client, task_tag):
+            with tempfile.TemporaryDirectory(prefix="verl-swe-build-") as ctx:
+                ctx = Path(ctx)
+                shutil.copytree(store.snapshot(task, task.base_commit), ctx / "repo", symlinks=True)
+                # The repository replaces the install-time copy; editable installs point at /testbed.
+                (ctx / "Dockerfile").write_text(f"FROM {env_tag}\nRUN rm -rf /testbed\nCOPY repo /testbed\n")
+                _build(client, ctx, task_tag, {"verl-swe.instance": task.instance_id})
+    return template.model_copy(update={"image": task_tag})
+
+
+def _quote(v: str) -> str:
+    return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _try_pull(client, image: str) -> bool:
+    try:
+        client.images.pull(image)
+        return True
+    except Exception as e:  # no registry here, or no such image: fall back to building
+        logger.info("pulling %s failed (%s); building from install_config", image, str(e)[:200])
+        return False
+
+
