@@ -72,8 +72,9 @@ def prepare_docker(task: Task, store: RepoStore, template: DockerSandboxConfig) 
 def _prepare(task: Task, store: RepoStore, template: DockerSandboxConfig) -> DockerSandboxConfig:
     client = docker_client(template.docker_host)
     if task.image and (_image_exists(client, task.image) or _try_pull(client, task.image)):
-        path = SWEBENCH_IMAGE_PATH if "sweb.eval" in task.image else DEFAULT_PATH
-        return template.model_copy(update={"image": task.image, "env": {"PATH": path, **template.env}})
+        # Other images keep the PATH their own ENV sets.
+        env = {"PATH": SWEBENCH_IMAGE_PATH} if "sweb.eval" in task.image else {}
+        return template.model_copy(update={"image": task.image, "env": {**env, **template.env}})
     if task.install_config is None and task.image:
         raise EnvBuildError(f"{task.instance_id}: image {task.image} is not available and cannot be pulled here, "
                             "and the task has no install_config to build one from")

@@ -96,7 +96,8 @@ class RepoStore:
 
     def _clone_from_github(self, task: Task, dest: Path) -> None:
         where = f"not in --repos-dir {self.repos_dir}" if self.repos_dir else "no --repos-dir given"
-        url = f"https://github.com/{task.repo}.git"
+        # A mirror (an internal git server) can stand in for GitHub: VERL_SWE_GIT_URL="https://git.corp/{repo}.git".
+        url = os.environ.get("VERL_SWE_GIT_URL", "https://github.com/{repo}.git").format(repo=task.repo)
         proc = subprocess.run(["git", "clone", "-q", url, str(dest)], capture_output=True, text=True,
                               env={**os.environ, "GIT_TERMINAL_PROMPT": "0"}, timeout=1800)
         if proc.returncode:

@@ -1,0 +1,68 @@
+"""Test commands, log parsers and environment keys: pure functions, no sandbox."""
+
+import pytest
+
+from verl_swe.tasks import Task
+from verl_swe.tasks.env_plan import EnvBuildError, plan_env
+from verl_swe.tasks.spec import DEFAULT_TEST_CMD, SpecError, make_test_spec
+
+TEST_PATCH = ("diff --git a/tests/test_a.py b/tests/test_a.py\n--- a/tests/test_a.py\n+++ b/tests/test_a.py\n@@ -1 +1 @@\n-a\n+b\n"
+              "diff --git a/tests/data/x.json b/tests/data/x.json\nnew file mode 100644\n--- /dev/null\n+++ b/tests/data/x.json\n"
+              "@@ -0,0 +1 @@\n+{}\n"
+              "diff --git a/tests/test old.py b/tests/test old.py\ndeleted file mode 100644\n--- a/tests/test old.py\n+++ /dev/null\n"
+              "@@ -1 +0,0 @@\n-a\n")
+
+
+def task(**kw) -> Task:
+    row = {"instance_id": "o__r-1", "repo": "o/r", "base_commit": "b" * 40, "problem_statement": "p",
+           "test_patch": TEST_PATCH, "FAIL_TO_PASS": ["tests/test_a.py::test_x"]}
+    return Task.model_validate({**row, **kw})
+
+
+def test_default_spec_runs_the_test_files_of_the_test_patch_with_pytest():
+    spec = make_test_spec(task())
+    # data files and deleted files are not test targets (swebench's get_test_directives rule)
+    assert spec.test_files == ["tests/test_a.py"]
+    assert spec.test_cmd == f"{DEFAULT_TEST_CMD} tests/test_a.py" and spec.log_parser == "parse_log_pytest"
+
+
+def test_rebench_rows_bring_their_own_command_and_parser():
+    spec = make_test_spec(task(install_config={"test_cmd": "pytest -n0 -rA", "log_parser": "parse_log_pytest_v2"}))
+    assert spec.test_cmd == "pytest -n0 -rA tests/test_a.py" and spec.log_parser == "parse_log_pytest_v2"
+    assert make_test_spec(task(log_parser="parse_log_django")).log_parser == "parse_log_django"
+
+
+def test_unknown_parser_is_named():
+    with pytest.raises(SpecError, match="o__r-1: unknown log_parser 'parse_log_nose'"):
+        make_test_spec(task(install_config={"log_parser": "parse_log_nose"}))
+
+
+def test_env_keys_share_what_can_be_shared():
+    cfg = {"pip_packages": ["pytest"], "install": ""}
+    a, b = plan_env(task(install_config=cfg), "3.11", "img"), plan_env(task(repo="x/y", install_config=cfg), "3.11", "img")
+    assert a.key == b.key and not a.needs_repo  # nothing reads the repository: one env for all repos
+    editable = {**cfg, "install": "pip install -e ."}
+    v1 = plan_env(task(install_config=editable, environment_setup_commit="e" * 40), "3.11", "img")
+    v1_other_task = plan_env(task(install_config=editable, environment_setup_commit="e" * 40, base_commit="c" * 40),
+                             "3.11", "img")
+    v2 = plan_env(task(install_config=editable, environment_setup_commit="f" * 40), "3.11", "img")
+    assert v1.needs_repo and v1.key == v1_other_task.key != v2.key  # one env per repo version
+    assert plan_env(task(install_config=cfg), "3.12", "img").key != a.key
+    assert plan_env(task(install_config=cfg), "3.11", "other-base").key != a.key
+
+
+def test_build_script_installs_offline_in_order():
+    plan = plan_env(task(install_config={"pre_install": ["echo pre"], "pip_packages": ["pytest==8.3.2", "a b"],
+                                         "reqs_path": ["requirements/test.txt"], "install": "pip install -e .",
+                                         "env_vars": {"X": "1 2"}}), "3.11", "img")
+    lines = plan.script.splitlines()
+    assert lines[1].startswith("export PIP_NO_INDEX=1")
+    order = [lines.index(x) for x in ("export X='1 2'", "echo pre", "pip install pytest==8.3.2 'a b'",
+                                      "pip install -r requirements/test.txt", "pip install -e .")]
+    assert order == sorted(order)
+    assert plan.pip_requirements == ["pytest==8.3.2", "a b"] and plan.reqs_paths == ["requirements/test.txt"]
+
+
+def test_conda_environments_need_a_published_image():
+    with pytest.raises(EnvBuildError, match="conda environments .*published image"):
+        plan_env(task(install_config={"packages": "environment.yml"}), "3.11", "img")
