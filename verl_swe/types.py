@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -18,3 +20,90 @@ class ExecResult:
     timed_out: bool = False
     truncated: bool = False
     duration_s: float = 0.0
+
+
+class ExitStatus(str, Enum):
+    """Why an episode ended."""
+
+    SUBMITTED = "submitted"
+    MAX_TURNS = "max_turns"
+    CONTEXT_EXHAUSTED = "context_exhausted"
+    FORMAT_ERRORS = "format_errors"
+    SANDBOX_ERROR = "sandbox_error"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class Action:
+    """One parsed agent action: a tool name and its arguments (`bash` takes the command line)."""
+
+    tool: str
+    args: dict[str, Any] = field(default_factory=dict)
+    text: str = ""  # the command as the model wrote it, for logs and the viewer
+
+
+@dataclass(frozen=True)
+class FormatError:
+    """A turn whose action could not be extracted; the message is the observation the agent sees."""
+
+    message: str
+
+
+@dataclass
+class Turn:
+    """One assistant turn and the observation it produced."""
+
+    index: int
+    assistant: str  # the model's text, decoded from its own tokens
+    action: Action | None
+    observation: str
+    format_error: bool = False  # RFT masks these turns (paper 1.5)
+    generated_tokens: int = 0
+    observation_tokens: int = 0
+    stop_reason: str = ""
+    generation_s: float = 0.0
+    tool_s: float = 0.0
+
+
+@dataclass
+class Trajectory:
+    """One episode, saved as one JSON document: RFT, curation, eval and the viewer read this format."""
+
+    instance_id: str
+    episode_id: str
+    messages: list[dict[str, Any]] = field(default_factory=list)  # the chat as the template renders it
+    turns: list[Turn] = field(default_factory=list)
+    exit_status: ExitStatus | None = None
+    patch: str = ""
+    reward: float = 0.0
+    resolved: bool = False
+    turn_penalty: float = 0.0
+    grade: dict[str, Any] | None = None  # the grader's report
+    error: str | None = None  # sandbox, grader or episode errors, as text
+    prompt_tokens: int = 0
+    response_tokens: int = 0
+    generated_tokens: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)  # model, sampling, limits, tool set
+
+    @property
+    def num_turns(self) -> int:
+        return len(self.turns)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["exit_status"] = self.exit_status.value if self.exit_status else None
+        d["num_turns"] = self.num_turns
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Trajectory":
+        d = dict(d)
+        d.pop("num_turns", None)
+        turns = []
+        for t in d.pop("turns", []):
+            action = Action(**t["action"]) if t.get("action") else None
+            turns.append(Turn(**{**t, "action": action}))
+        status = d.pop("exit_status", None)
+        return cls(**d, turns=turns, exit_status=ExitStatus(status) if status else None)

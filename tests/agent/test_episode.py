@@ -1,0 +1,141 @@
+"""Every way an episode can end, with a scripted model and environment: the right exit status, the
+reward of P1 Eq. 3-4, the environment closed, and nothing raised (except a cancellation, re-raised)."""
+
+import asyncio
+
+import pytest
+
+from verl_swe.agent.episode import EpisodeLimits, run_episode
+from verl_swe.agent.llm import Sampling
+from verl_swe.agent.tokens import ChatTokens
+from verl_swe.reward.turn_penalty import final_reward, turn_penalty
+from verl_swe.sandbox.shell import SandboxDied
+from verl_swe.testing.envs import ScriptedEnv
+from verl_swe.testing.scripted import ScriptedLLM
+from verl_swe.testing.tokenizer import qwen_tokenizer
+from verl_swe.tools import get_tool_set
+from verl_swe.tools.parsing import MAX_ACTION_CHARS
+from verl_swe.types import ExitStatus
+
+LS = "```command\nls\n```"
+SUBMIT = "Done.\n```command\nsubmit\n```"
+
+
+@pytest.fixture(scope="module")
+def chat():
+    return ChatTokens(qwen_tokenizer())
+
+
+async def episode(chat, replies, env=None, stop=True, **limits):
+    llm = ScriptedLLM(chat.tok, chat.end_of_turn_id, replies, stop=stop, repeat_last=True)
+    env = env or ScriptedEnv()
+    res = await run_episode(env, get_tool_set("paper"), llm, chat, "sys", EpisodeLimits(**limits),
+                            Sampling(max_tokens=limits.get("max_new_tokens", 4096)), "t-1")
+    return res, env, llm
+
+
+def test_turn_penalty_eq4():
+    # L_thr = 10: no penalty below 10 turns, then linear to -1 at T_max (P1 Eq. 4).
+    assert turn_penalty(9, 40) == 0.0 and turn_penalty(10, 40) == 0.0
+    assert turn_penalty(25, 40) == pytest.approx(-0.5) and turn_penalty(40, 40) == pytest.approx(-1.0)
+    assert turn_penalty(45, 80) == pytest.approx(-0.5)  # stage 2: -(45-10)/70
+    assert final_reward(True, 25, 40) == pytest.approx(0.5) and final_reward(False, 40, 40) == pytest.approx(-1.0)
+    with pytest.raises(ValueError, match="must exceed"):
+        turn_penalty(5, 10, 10)
+
+
+async def test_submitted(chat):
+    res, env, _ = await episode(chat, [LS, SUBMIT])
+    t = res.trajectory
+    assert t.exit_status == ExitStatus.SUBMITTED and t.resolved and t.reward == 1.0 and env.closed == 1
+    assert [turn.action.tool for turn in t.turns] == ["bash", "submit"] and env.finished_with is True
+    assert res.metrics["swe/exit/submitted"] == 1.0 and res.metrics["swe/num_turns"] == 2.0
+
+
+async def test_max_turns_gets_the_full_penalty(chat):
+    res, env, _ = await episode(chat, [LS], max_turns=12)
+    t = res.trajectory
+    assert t.exit_status == ExitStatus.MAX_TURNS and t.num_turns == 12 and not t.resolved
+    assert t.reward == pytest.approx(-1.0) and env.closed == 1 and env.finished_with is False
+
+
+async def test_format_errors_are_observations_then_an_exit(chat):
+    bad = ["no command here", "```command\nls\n```\n```command\npwd\n```", "```command\nls"]
+    res, env, _ = await episode(chat, bad + [LS, SUBMIT])
+    t = res.trajectory
+    assert t.exit_status == ExitStatus.SUBMITTED
+    assert [turn.format_error for turn in t.turns] == [True, True, True, False, False]
+    assert "No command found" in t.turns[0].observation and "2 command blocks" in t.turns[1].observation
+    assert "not closed" in t.turns[2].observation and env.steps == 2  # malformed turns never reach the env
+    res, env, _ = await episode(chat, ["just talk"], max_format_errors=3)
+    assert res.trajectory.exit_status == ExitStatus.FORMAT_ERRORS and res.trajectory.num_turns == 3
+
+
+async def test_huge_action_is_a_format_error(chat):
+    huge = "```command\necho " + "x" * (MAX_ACTION_CHARS + 10) + "\n```"
+    res, _, _ = await episode(chat, [huge, SUBMIT], max_new_tokens=200_000, context_tokens=400_000)
+    assert "limit is" in res.trajectory.turns[0].observation and res.trajectory.turns[0].format_error
+
+
+async def test_context_exhausted(chat):
+    res, env, _ = await episode(chat, [LS], context_tokens=600)
+    t = res.trajectory
+    assert t.exit_status == ExitStatus.CONTEXT_EXHAUSTED and env.closed == 1
+    assert res.trajectory.prompt_tokens + len(res.response_ids) <= 600
+
+
+async def test_a_model_that_never_stops(chat):
+    # No end-of-turn token, ever: each turn is cut at max_new_tokens, closed with a masked end-of-turn
+    # token, and the run ends on format errors instead of hanging.
+    res, _, llm = await episode(chat, ["blah " * 500], stop=False, max_new_tokens=64, max_format_errors=3)
+    t = res.trajectory
+    assert t.exit_status == ExitStatus.FORMAT_ERRORS and all(turn.stop_reason == "length" for turn in t.turns)
+    assert sum(res.response_mask) == 3 * 64
+    starts = [i for i, m in enumerate(res.response_mask) if m and (i == 0 or not res.response_mask[i - 1])]
+    for start in starts:  # right after the 64 generated tokens: the end-of-turn the loop added, masked
+        assert res.response_ids[start + 64] == chat.end_of_turn_id and res.response_mask[start + 64] == 0
+
+
+async def test_sandbox_death_ends_the_episode(chat):
+    class Dying(ScriptedEnv):
+        async def step(self, action):
+            raise SandboxDied("sandbox x is dead")
+
+    res, env, _ = await episode(chat, [LS, SUBMIT], env=Dying())
+    t = res.trajectory
+    assert t.exit_status == ExitStatus.SANDBOX_ERROR and "is dead" in t.error
+    assert env.closed >= 1 and env.finished_with is None and t.reward == 0.0
+
+
+async def test_grader_failure_costs_the_reward_only(chat):
+    class BadGrader(ScriptedEnv):
+        async def finish(self, submitted):
+            raise RuntimeError("grader exploded")
+
+    res, env, _ = await episode(chat, [SUBMIT], env=BadGrader())
+    t = res.trajectory
+    assert t.exit_status == ExitStatus.SUBMITTED and not t.resolved and t.reward == 0.0
+    assert "grader exploded" in t.error and env.closed == 1
+
+
+async def test_episode_timeout(chat):
+    class Slow(ScriptedEnv):
+        async def step(self, action):
+            await asyncio.sleep(30)
+
+    res, env, _ = await episode(chat, [LS], env=Slow(), timeout_s=0.3)
+    assert res.trajectory.exit_status == ExitStatus.TIMEOUT and env.closed == 1
+
+
+async def test_cancellation_closes_the_environment_and_propagates(chat):
+    class Slow(ScriptedEnv):
+        async def step(self, action):
+            await asyncio.sleep(30)
+
+    env = Slow()
+    task = asyncio.create_task(episode(chat, [LS], env=env))
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert env.closed == 1 and env.finished_with is None

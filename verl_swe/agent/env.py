@@ -1,0 +1,133 @@
+"""Environments the agent acts in, by registered name. `swe`: a task's sandbox, the paper's commands,
+and grading of the final patch in a fresh sandbox.
+
+An environment opens with the task text, turns each action into an observation, and scores the
+episode at the end. Register another one (a non-SWE environment) with `@register_env("name")`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from verl_swe.types import Action
+
+_ENVS: dict[str, Callable[..., "AgentEnv"]] = {}
+
+
+def register_env(name: str):
+    def wrap(cls):
+        _ENVS[name] = cls
+        return cls
+    return wrap
+
+
+def get_env_class(name: str) -> Callable[..., "AgentEnv"]:
+    if name in _ENVS:
+        return _ENVS[name]
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    raise KeyError(f"unknown environment {name!r}; registered: {', '.join(sorted(_ENVS))}")
+
+
+@dataclass
+class Step:
+    observation: str
+    done: bool = False  # the agent submitted
+
+
+@dataclass
+class Outcome:
+    resolved: bool = False
+    patch: str = ""
+    grade: dict[str, Any] | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class AgentEnv(ABC):
+    """One episode's world. `start` and `step` may raise SandboxError (the episode then ends with
+    sandbox_error); `finish` never raises: failures are reported in `Outcome.error`."""
+
+    @abstractmethod
+    async def start(self) -> str:
+        """Set up, and return the task text for the first user message."""
+
+    @abstractmethod
+    async def step(self, action: Action) -> Step: ...
+
+    def prompt_line(self) -> str:
+        return ""
+
+    @abstractmethod
+    async def finish(self, submitted: bool) -> Outcome: ...
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+
+@register_env("swe")
+class SWEEnv(AgentEnv):
+    """A task's repository in a sandbox; the reward is its tests in a fresh sandbox."""
+
+    def __init__(self, task, environments, *, command_timeout_s: float = 120.0, grade_timeout_s: float = 1800.0,
+                 grade_unsubmitted: bool = False, instance_template: str | None = None):
+        from verl_swe.agent.prompts import INSTANCE_TEMPLATE
+
+        self.task = task
+        self.envs = environments
+        self.command_timeout_s = command_timeout_s
+        self.grade_timeout_s = grade_timeout_s
+        self.grade_unsubmitted = grade_unsubmitted
+        self.template = instance_template or INSTANCE_TEMPLATE
+        self._box = None
+        self._aci = None
+
+    async def start(self) -> str:
+        from verl_swe.sandbox import create_sandbox
+        from verl_swe.tools.aci import ACI
+
+        config = await self.envs.prepare(self.task)
+        self._box = create_sandbox(config)
+        await self._box.start()
+        self._aci = ACI(self._box, command_timeout_s=self.command_timeout_s)
+        return self.template.format(problem_statement=self.task.problem_statement, workdir=config.workdir,
+                                    repo=self.task.repo)
+
+    async def step(self, action: Action) -> Step:
+        if action.tool == "submit":
+            return Step("Submitted.", done=True)
+        return Step(await self._aci.run(action))
+
+    def prompt_line(self) -> str:
+        return self._aci.prompt_line() if self._aci else ""
+
+    async def finish(self, submitted: bool) -> Outcome:
+        from verl_swe.reward.grading import grade
+        from verl_swe.sandbox.shell import SandboxError
+        from verl_swe.tools.aci import CommandError
+
+        out = Outcome()
+        if self._aci is None:
+            return out
+        try:
+            out.patch = await self._aci.patch()
+        except (SandboxError, CommandError) as e:
+            out.error = f"reading the patch failed: {e}"
+            return out
+        finally:
+            await self.close()  # the agent's sandbox is done before grading starts another
+        if not (submitted or self.grade_unsubmitted):
+            return out
+        result = await grade(self.task, out.patch, self.envs, timeout_s=self.grade_timeout_s)
+        out.resolved, out.grade = result.resolved, result.to_dict()
+        out.error = f"grading: {result.error}" if result.error else None
+        return out
+
+    async def close(self) -> None:
+        if self._box is not None:
+            box, self._box = self._box, None
+            await box.close()

@@ -1,0 +1,181 @@
+"""One episode of the agent, independent of who serves the model: the loop of mini-swe-agent's shape
+(generate, parse, act, observe) with token-exact bookkeeping and every failure turned into an exit status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from verl_swe.agent.env import AgentEnv
+from verl_swe.agent.llm import LLMClient, Sampling
+from verl_swe.agent.tokens import ChatTokens, TokenTrace
+from verl_swe.reward.turn_penalty import turn_penalty
+from verl_swe.sandbox.shell import SandboxError
+from verl_swe.tools.toolsets import ToolSet
+from verl_swe.types import ExitStatus, FormatError, Trajectory, Turn
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EpisodeLimits:
+    """Paper stage 1: 40 turns at 65,536 tokens; stage 2: 80 turns at 131,072 (P1 Table 3)."""
+
+    max_turns: int = 40
+    context_tokens: int = 65_536  # prompt + every turn, observations included
+    max_new_tokens: int = 4_096  # per turn [paper: gap]
+    observation_head_chars: int = 8_000  # an observation keeps its head and tail, the cut said [gap]
+    observation_tail_chars: int = 8_000
+    timeout_s: float = 3_600.0  # wall clock of the whole episode
+    max_format_errors: int = 5  # consecutive malformed turns end the episode
+    penalty_threshold: int = 10  # L_thr of P1 Eq. 4
+    max_response_tokens: int | None = None  # verl's rollout.response_length: every turn after the prompt
+
+
+@dataclass
+class EpisodeResult:
+    trajectory: Trajectory
+    prompt_ids: list[int]
+    response_ids: list[int]
+    response_mask: list[int]
+    response_logprobs: list[float]
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def truncate_middle(text: str, head: int, tail: int) -> str:
+    if len(text) <= head + tail:
+        return text
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut} characters cut from the middle of this output ...]\n{text[len(text) - tail:]}"
+
+
+async def run_episode(env: AgentEnv, tools: ToolSet, llm: LLMClient, chat: ChatTokens, system_prompt: str,
+                      limits: EpisodeLimits, sampling: Sampling, instance_id: str,
+                      episode_id: str | None = None) -> EpisodeResult:
+    """Run to an exit status; the environment is always closed. Cancellation is recorded, then re-raised."""
+    traj = Trajectory(instance_id=instance_id, episode_id=episode_id or uuid.uuid4().hex[:12])
+    started = time.monotonic()
+    trace: TokenTrace | None = None
+    submitted = False
+    cancelled: asyncio.CancelledError | None = None
+    try:
+        try:
+            async with asyncio.timeout(limits.timeout_s):
+                task_text = await env.start()
+                traj.messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": task_text}]
+                trace = TokenTrace(chat.prompt(traj.messages))
+                traj.exit_status, submitted = await _loop(env, tools, llm, chat, limits, sampling, traj, trace)
+        except TimeoutError:
+            traj.exit_status = ExitStatus.TIMEOUT
+        except SandboxError as e:
+            traj.exit_status, traj.error = ExitStatus.SANDBOX_ERROR, f"sandbox: {e}"
+        except asyncio.CancelledError as e:
+            traj.exit_status, cancelled = ExitStatus.CANCELLED, e
+        except Exception as e:  # noqa: BLE001 - environment builds, tools: a value, never a dead worker
+            logger.exception("episode %s of %s failed", traj.episode_id, instance_id)
+            traj.exit_status, traj.error = ExitStatus.SANDBOX_ERROR, f"{type(e).__name__}: {e}"
+        traj.timings["episode_s"] = round(time.monotonic() - started, 3)
+        if cancelled is None and traj.exit_status != ExitStatus.SANDBOX_ERROR:
+            try:
+                outcome = await env.finish(submitted)
+                traj.patch, traj.resolved, traj.grade = outcome.patch, outcome.resolved, outcome.grade
+                traj.error = traj.error or outcome.error
+            except Exception as e:  # noqa: BLE001 - a grader fault costs this reward, not the worker
+                logger.exception("scoring episode %s of %s failed", traj.episode_id, instance_id)
+                traj.error = f"scoring: {type(e).__name__}: {e}"
+    finally:
+        await asyncio.shield(env.close())
+    traj.turn_penalty = turn_penalty(traj.num_turns, limits.max_turns, limits.penalty_threshold)
+    traj.reward = float(traj.resolved) + traj.turn_penalty  # P1 Eq. 3
+    traj.timings["total_s"] = round(time.monotonic() - started, 3)
+    if cancelled is not None:
+        raise cancelled
+    trace = trace or TokenTrace([])
+    traj.prompt_tokens, traj.response_tokens = len(trace.prompt_ids), len(trace.mask)
+    traj.generated_tokens = sum(trace.mask)
+    return EpisodeResult(traj, trace.prompt_ids, trace.response_ids, trace.mask, trace.logprobs, _metrics(traj))
+
+
+async def _loop(env, tools, llm, chat, limits, sampling, traj, trace) -> tuple[ExitStatus, bool]:
+    format_errors = 0
+    for index in range(limits.max_turns):
+        room = limits.context_tokens - trace.total
+        if limits.max_response_tokens is not None:
+            room = min(room, limits.max_response_tokens - len(trace.mask))
+        if room <= 1:
+            return ExitStatus.CONTEXT_EXHAUSTED, False
+        t0 = time.monotonic()
+        gen = await llm.generate(trace.ids, _with_max(sampling, min(limits.max_new_tokens, room)),
+                                 f"{traj.episode_id}-{index}")
+        generation_s = time.monotonic() - t0
+        trace.add_generated(gen.token_ids, gen.logprobs)
+        if not (gen.token_ids and gen.token_ids[-1] == chat.end_of_turn_id):
+            if _full(trace, limits):  # cut off by the context, not by the turn cap
+                traj.turns.append(Turn(index, chat.tok.decode(gen.token_ids), None, "", False,
+                                       len(gen.token_ids), 0, gen.stop_reason, round(generation_s, 4)))
+                return ExitStatus.CONTEXT_EXHAUSTED, False
+            trace.add_context([chat.end_of_turn_id])  # close the turn the model left open (mask 0)
+        ended = bool(gen.token_ids) and gen.token_ids[-1] == chat.end_of_turn_id
+        text = chat.tok.decode(gen.token_ids[:-1] if ended else gen.token_ids)
+        traj.messages.append({"role": "assistant", "content": text})
+        parsed = tools.parse(text)
+        t1 = time.monotonic()
+        if isinstance(parsed, FormatError):
+            format_errors += 1
+            action, observation, done = None, parsed.message, False
+        else:
+            format_errors = 0
+            action = parsed
+            step = await env.step(action)
+            observation, done = step.observation, step.done
+        observation = truncate_middle(observation, limits.observation_head_chars, limits.observation_tail_chars)
+        turn = Turn(index, text, action, observation, action is None, len(gen.token_ids), 0, gen.stop_reason,
+                    round(generation_s, 4), round(time.monotonic() - t1, 4))
+        traj.turns.append(turn)
+        if done:
+            return ExitStatus.SUBMITTED, True
+        if format_errors >= limits.max_format_errors:
+            return ExitStatus.FORMAT_ERRORS, False
+        prompt_line = env.prompt_line()
+        content = f"{observation}\n{prompt_line}" if prompt_line else observation
+        obs_ids = chat.observation(content)
+        if _full(trace, limits, len(obs_ids)):
+            return ExitStatus.CONTEXT_EXHAUSTED, False
+        trace.add_context(obs_ids)
+        turn.observation_tokens = len(obs_ids)
+        traj.messages.append({"role": tools.observation_role, "content": content})
+    return ExitStatus.MAX_TURNS, False
+
+
+def _full(trace: TokenTrace, limits: EpisodeLimits, adding: int = 0) -> bool:
+    if trace.total + adding >= limits.context_tokens:
+        return True
+    return limits.max_response_tokens is not None and len(trace.mask) + adding >= limits.max_response_tokens
+
+
+def _with_max(sampling: Sampling, max_tokens: int) -> Sampling:
+    if sampling.max_tokens == max_tokens:
+        return sampling
+    from dataclasses import replace
+
+    return replace(sampling, max_tokens=max_tokens)
+
+
+def _metrics(traj: Trajectory) -> dict[str, float]:
+    """Flat, `swe/`-prefixed, one value per episode (averaged by whoever logs them)."""
+    m = {f"swe/exit/{s.value}": float(traj.exit_status == s) for s in ExitStatus}
+    m.update({
+        "swe/num_turns": float(traj.num_turns),
+        "swe/resolved": float(traj.resolved),
+        "swe/reward": traj.reward,
+        "swe/turn_penalty": traj.turn_penalty,
+        "swe/format_error_turns": float(sum(t.format_error for t in traj.turns)),
+        "swe/patch_chars": float(len(traj.patch)),
+        "swe/error": float(traj.error is not None),
+        "swe/episode_s": traj.timings.get("total_s", 0.0),
+    })
+    return m

@@ -1,0 +1,78 @@
+"""`SWEAgentLoop`: the SWE agent as a verl 0.9.1 `AgentLoopBase`, selected by `agent_name: swe_agent`.
+
+Registered through `actor_rollout_ref.rollout.agent.agent_loop_config_path` (see
+`verl_swe/trainer/config/agent_loop.yaml`): the YAML entry's keys are this loop's `AgentConfig`. The
+task comes from the dataset row's `extra_info.task` (the task row, as a mapping or a JSON string).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput
+
+from verl_swe.agent.config import AgentConfig
+from verl_swe.agent.llm import Sampling, VerlServerClient
+from verl_swe.agent.runner import AgentRunner
+from verl_swe.tasks import Task
+
+logger = logging.getLogger(__name__)
+_RUNNERS: dict[tuple[str, int], AgentRunner] = {}  # verl builds one loop object per trajectory; share the rest
+# Keys verl passes to every agent loop that are not ours.
+_VERL_KWARGS = {"tools", "name"}
+
+
+def shared_runner(config: AgentConfig, tokenizer) -> AgentRunner:
+    key = (config.model_dump_json(), id(tokenizer))
+    if key not in _RUNNERS:
+        _RUNNERS[key] = AgentRunner(config, tokenizer)
+    return _RUNNERS[key]
+
+
+def task_from_row(kwargs: dict[str, Any]) -> Task:
+    extra = kwargs.get("extra_info") or {}
+    row = extra.get("task") if isinstance(extra, dict) else None
+    if row is None:
+        raise ValueError("swe_agent needs the task row in the dataset's extra_info.task")
+    return Task.model_validate(json.loads(row) if isinstance(row, str) else row)
+
+
+class SWEAgentLoop(AgentLoopBase):
+    def __init__(self, trainer_config, server_manager, tokenizer, processor, dataset_cls, data_config,
+                 hf_model_type: str | None = None, **kwargs):
+        super().__init__(trainer_config, server_manager, tokenizer, processor, dataset_cls, data_config,
+                         hf_model_type=hf_model_type)
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+
+        ours = {k: OmegaConf.to_container(v, resolve=True) if isinstance(v, (DictConfig, ListConfig)) else v
+                for k, v in kwargs.items() if k not in _VERL_KWARGS}
+        self.agent_config = AgentConfig.model_validate(ours)
+        self.runner = shared_runner(self.agent_config, tokenizer)
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
+        task = task_from_row(kwargs)
+        limits = self.runner.limits
+        sampling = Sampling(max_tokens=limits.max_new_tokens, temperature=sampling_params.get("temperature", 1.0),
+                            top_p=sampling_params.get("top_p", 1.0), top_k=sampling_params.get("top_k", -1),
+                            repetition_penalty=sampling_params.get("repetition_penalty", 1.0))
+        llm = VerlServerClient(self.server_manager, sampling_params)
+        result = await self.runner.run(task, llm, sampling, max_response_tokens=self.rollout_config.response_length)
+        traj = result.trajectory
+        prompt_ids, response_ids, mask, logprobs = (result.prompt_ids, result.response_ids, result.response_mask,
+                                                    result.response_logprobs)
+        if not response_ids:  # the episode ended before the model spoke: one masked token keeps shapes valid
+            prompt_ids = prompt_ids or self.runner.chat.prompt(traj.messages or [{"role": "user", "content": ""}])
+            response_ids, mask, logprobs = [self.runner.chat.end_of_turn_id], [0], [0.0]
+        gen_s = sum(t.generation_s for t in traj.turns)
+        tool_s = sum(t.tool_s for t in traj.turns)
+        info = {"resolved": float(traj.resolved), "exit_status": traj.exit_status.value,
+                "num_turns": traj.num_turns, "turn_penalty": traj.turn_penalty, "patch_chars": len(traj.patch),
+                "error": traj.error or "", "instance_id": traj.instance_id}
+        return AgentLoopOutput(
+            prompt_ids=prompt_ids, response_ids=response_ids, response_mask=mask, response_logprobs=logprobs,
+            reward_score=traj.reward, num_turns=2 * traj.num_turns + 1,
+            metrics=AgentLoopMetrics(generate_sequences=gen_s, tool_calls=tool_s),
+            extra_fields={"reward_extra_info": info, "swe_metrics": result.metrics},
+        )

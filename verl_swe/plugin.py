@@ -1,0 +1,20 @@
+"""Loaded by verl in every process (the `verl.plugins` entry point): makes verl_swe's names known.
+
+- the `swe_agent` agent loop with its defaults, so `agent_name: swe_agent` works even without an
+  agent_loop_config_path (a YAML entry of that name, loaded later by the worker, replaces it);
+- the tool sets and environments registered by verl_swe.
+"""
+
+import verl_swe.agent.env  # noqa: F401 - registers the `swe` environment
+import verl_swe.tools.toolsets  # noqa: F401 - registers the `paper` and `native` tool sets
+
+
+def _register_agent_loop() -> None:
+    from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
+
+    # Not verl's @register decorator on the class: importing the class would then overwrite a YAML
+    # entry of the same name with bare defaults (../shared/docs/verl-0.9.1.md, "Pitfall").
+    _agent_loop_registry.setdefault("swe_agent", {"_target_": "verl_swe.agent.verl_loop.SWEAgentLoop"})
+
+
+_register_agent_loop()

@@ -1,0 +1,45 @@
+"""A scripted model: it answers with exactly the tokens of the texts it was given, in order.
+
+Used where a real served model cannot run (tests, benchmarks). It tokenizes each scripted reply with
+the real tokenizer, appends the end-of-turn token (unless told the model "never stops"), and returns
+those ids with fixed log-probs; it records every prompt it was sent.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from verl_swe.agent.llm import Generation, Sampling
+
+Reply = str | Callable[[list[int]], str]
+
+
+class ScriptedLLM:
+    def __init__(self, tokenizer, end_of_turn_id: int, replies: Sequence[Reply], *, stop: bool = True,
+                 logprob: float = -0.5, repeat_last: bool = False):
+        self.tok = tokenizer
+        self.eot = end_of_turn_id
+        self.replies = list(replies)
+        self.stop = stop
+        self.logprob = logprob
+        self.repeat_last = repeat_last
+        self.prompts: list[list[int]] = []  # copies of what it was sent (tests compare them)
+        self.generated: list[int] = []  # every token it returned, in order
+        self.record_prompts = True
+
+    async def generate(self, prompt_ids: list[int], sampling: Sampling, request_id: str) -> Generation:
+        n = len(self.prompts)
+        if self.record_prompts:
+            self.prompts.append(list(prompt_ids))
+        else:
+            self.prompts.append([])
+        if n >= len(self.replies) and not self.repeat_last:
+            raise RuntimeError(f"the script has {len(self.replies)} replies; turn {n + 1} was asked for")
+        reply = self.replies[min(n, len(self.replies) - 1)]
+        text = reply(prompt_ids) if callable(reply) else reply
+        ids = self.tok.encode(text, add_special_tokens=False) + ([self.eot] if self.stop else [])
+        stop_reason = "stop"
+        if len(ids) > sampling.max_tokens:
+            ids, stop_reason = ids[: sampling.max_tokens], "length"
+        self.generated.extend(ids)
+        return Generation(ids, [self.logprob] * len(ids), stop_reason)
