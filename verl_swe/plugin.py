@@ -5,8 +5,11 @@
 - the tool sets and environments registered by verl_swe.
 """
 
-import verl_swe.agent.env  # noqa: F401 - registers the `swe` environment
-import verl_swe.tools.toolsets  # noqa: F401 - registers the `paper` and `native` tool sets
+import importlib
+
+# Registries fill on import: the `swe` environment, the `paper` and `native` tool sets.
+for _module in ("verl_swe.agent.env", "verl_swe.tools.toolsets"):
+    importlib.import_module(_module)
 
 
 def _register_agent_loop() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verl_swe.agent.episode import EpisodeLimits
 
@@ -21,6 +21,12 @@ class LimitsConfig(BaseModel):
     timeout_s: float = Field(3_600.0, gt=0)
     max_format_errors: int = Field(5, ge=1)
     penalty_threshold: int = Field(10, ge=0)
+
+    @model_validator(mode="after")
+    def _threshold_below_max_turns(self):
+        if self.penalty_threshold >= self.max_turns:
+            raise ValueError(f"penalty_threshold ({self.penalty_threshold}) must be below max_turns ({self.max_turns})")
+        return self
 
     def build(self) -> EpisodeLimits:
         return EpisodeLimits(**self.model_dump())

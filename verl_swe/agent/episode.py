@@ -35,6 +35,11 @@ class EpisodeLimits:
     penalty_threshold: int = 10  # L_thr of P1 Eq. 4
     max_response_tokens: int | None = None  # verl's rollout.response_length: every turn after the prompt
 
+    def __post_init__(self):
+        if self.penalty_threshold >= self.max_turns:
+            raise ValueError(f"limits: penalty_threshold ({self.penalty_threshold}) must be below max_turns "
+                             f"({self.max_turns}) (P1 Eq. 4 divides by their difference)")
+
 
 @dataclass
 class EpisodeResult:

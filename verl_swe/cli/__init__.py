@@ -2,6 +2,7 @@
 
 import typer
 
+from verl_swe.cli.agent import rollout
 from verl_swe.cli.sandbox import sandbox_app
 from verl_swe.cli.tasks import envs_app, evaluate
 
@@ -9,3 +10,4 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help="Train SWE ag
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(envs_app, name="envs")
 app.command("evaluate")(evaluate)
+app.command("rollout")(rollout)

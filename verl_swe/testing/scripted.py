@@ -43,3 +43,20 @@ class ScriptedLLM:
             ids, stop_reason = ids[: sampling.max_tokens], "length"
         self.generated.extend(ids)
         return Generation(ids, [self.logprob] * len(ids), stop_reason)
+
+
+class ScriptedServerManager:
+    """verl's `LLMServerClient` interface over a `ScriptedLLM` (what verl's agent loop worker passes in)."""
+
+    def __init__(self, llm: ScriptedLLM):
+        self.llm = llm
+        self.sampling_params: list[dict] = []
+
+    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict, **kwargs):
+        from verl.workers.rollout.replica import TokenOutput
+
+        self.sampling_params.append(dict(sampling_params))
+        sampling = Sampling(max_tokens=int(sampling_params["max_tokens"]))
+        gen = await self.llm.generate(prompt_ids, sampling, request_id)
+        return TokenOutput(token_ids=gen.token_ids, log_probs=gen.logprobs,
+                           stop_reason="aborted" if gen.stop_reason == "aborted" else "completed")

@@ -1,0 +1,78 @@
+"""SWEAgentLoop inside verl's machinery: built from the packaged YAML by hydra exactly as verl's
+AgentLoopWorker builds it, fed a dataset row, returning an AgentLoopOutput verl can batch."""
+
+import hydra
+import pytest
+from omegaconf import OmegaConf
+
+from verl_swe.testing.scripted import ScriptedLLM, ScriptedServerManager
+from verl_swe.testing.tokenizer import qwen_tokenizer
+from tests.agent.test_swe_agent import ORACLE, PAGER
+
+YAML = "verl_swe/trainer/config/agent_loop.yaml"
+
+
+def build_loop(entry, llm, response_length=8192):
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap
+
+    trainer = OmegaConf.create({"actor_rollout_ref": {"rollout": {"response_length": response_length,
+                                                                  "prompt_length": 4096}}})
+    return hydra.utils.instantiate(entry, trainer_config=DictConfigWrap(config=trainer),
+                                   server_manager=ScriptedServerManager(llm), tokenizer=qwen_tokenizer(),
+                                   processor=None, hf_model_type=None, dataset_cls=None,
+                                   data_config=DictConfigWrap(config=OmegaConf.create({})), tools=None)
+
+
+def entry_for(backend, task_envs, **override):
+    [entry] = OmegaConf.load(YAML)
+    sandbox = task_envs.template.model_dump(mode="json", exclude={"backend"})
+    return OmegaConf.merge(entry, {"backend": backend, "cache_dir": str(task_envs.store.cache_dir),
+                                   "sandbox": sandbox}, override)
+
+
+def test_the_plugin_registers_swe_agent():
+    import verl  # noqa: F401 - loads the verl.plugins entry points
+    from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
+
+    assert _agent_loop_registry["swe_agent"]["_target_"] == "verl_swe.agent.verl_loop.SWEAgentLoop"
+
+
+async def test_a_dataset_row_becomes_a_scored_agent_loop_output(session_backend, task_envs, mini_tasks):
+    tok = qwen_tokenizer()
+    llm = ScriptedLLM(tok, tok.convert_tokens_to_ids("<|im_end|>"), ORACLE)
+    loop = build_loop(entry_for(session_backend, task_envs), llm)
+    params = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": True}
+    out = await loop.run(params, raw_prompt=[], agent_name="swe_agent", index=0,
+                         extra_info={"task": mini_tasks[PAGER].model_dump_json()})
+    assert out.reward_score == 1.0 and out.num_turns == 2 * len(ORACLE) + 1
+    info = out.extra_fields["reward_extra_info"]
+    assert info["resolved"] == 1.0 and info["exit_status"] == "submitted" and info["num_turns"] == len(ORACLE)
+    assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
+    assert [t for t, m in zip(out.response_ids, out.response_mask) if m] == llm.generated
+    sent = loop.server_manager.sampling_params[0]
+    assert sent["logprobs"] is True and sent["temperature"] == 1.0 and sent["max_tokens"] == 4096
+    tensors = out.as_dict()  # what verl batches
+    assert tensors["responses"].shape == tensors["response_mask"].shape == tensors["rollout_log_probs"].shape
+
+
+async def test_response_length_bounds_the_episode(session_backend, task_envs, mini_tasks):
+    tok = qwen_tokenizer()
+    llm = ScriptedLLM(tok, tok.convert_tokens_to_ids("<|im_end|>"), ["```command\nls -la\n```"], repeat_last=True)
+    loop = build_loop(entry_for(session_backend, task_envs), llm, response_length=600)
+    out = await loop.run({"temperature": 1.0}, extra_info={"task": mini_tasks[PAGER].model_dump()})
+    assert out.extra_fields["reward_extra_info"]["exit_status"] == "context_exhausted"
+    assert len(out.response_ids) <= 600 and out.reward_score == 0.0
+
+
+def test_a_typo_in_the_yaml_is_named():
+    [entry] = OmegaConf.load(YAML)
+    bad = OmegaConf.merge(entry, {"limits": {"max_turn": 40}})
+    # hydra wraps the error; the message names the key and says it is not allowed
+    with pytest.raises(hydra.errors.InstantiationException, match=r"limits.max_turn\n\s+Extra inputs are not permitted"):
+        build_loop(bad, None)
+
+
+async def test_a_row_without_a_task_says_where_it_belongs(session_backend, task_envs):
+    loop = build_loop(entry_for(session_backend, task_envs), None)
+    with pytest.raises(ValueError, match="extra_info.task"):
+        await loop.run({}, extra_info={})

@@ -1,0 +1,56 @@
+"""An OpenAI-compatible completions server (e.g. `vllm serve`) as the agent's model, token ids in and out.
+
+The prompt is sent as token ids, and the reply's token ids are read back (vLLM's `return_token_ids`,
+or its `token_id:N` logprob tokens), so nothing is re-tokenized. Sampling filters are sent explicitly
+off, so the server's generation_config defaults cannot switch them on (paper 5.2).
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from verl_swe.agent.llm import Generation, Sampling
+
+
+class LLMServerError(RuntimeError):
+    pass
+
+
+class OpenAICompletionsClient:
+    def __init__(self, endpoint: str, model: str, timeout_s: float = 600.0, api_key: str | None = None):
+        self.url = endpoint.rstrip("/") + ("/completions" if endpoint.rstrip("/").endswith("/v1") else "/v1/completions")
+        self.model = model
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.http = httpx.AsyncClient(timeout=timeout_s, headers=headers)
+
+    async def generate(self, prompt_ids: list[int], sampling: Sampling, request_id: str) -> Generation:
+        body = {
+            "model": self.model, "prompt": prompt_ids, "max_tokens": sampling.max_tokens,
+            "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": sampling.top_k,
+            "min_p": sampling.min_p, "repetition_penalty": sampling.repetition_penalty,
+            "logprobs": 0, "return_token_ids": True, "return_tokens_as_token_ids": True,
+            "skip_special_tokens": False, "include_stop_str_in_output": True,
+            **({"stop_token_ids": list(sampling.stop_token_ids)} if sampling.stop_token_ids else {}),
+            **sampling.extra,
+        }
+        try:
+            r = await self.http.post(self.url, json=body, headers={"X-Request-Id": request_id})
+        except httpx.HTTPError as e:
+            raise LLMServerError(f"{self.url}: {type(e).__name__}: {e}") from e
+        if r.status_code != 200:
+            raise LLMServerError(f"{self.url} answered {r.status_code}: {r.text[:500]}")
+        choice = r.json()["choices"][0]
+        lp = choice.get("logprobs") or {}
+        ids = choice.get("token_ids")
+        if ids is None:
+            tokens = lp.get("tokens") or []
+            if not all(isinstance(t, str) and t.startswith("token_id:") for t in tokens):
+                raise LLMServerError("the server returned no token ids (vLLM: needs return_token_ids or "
+                                     "return_tokens_as_token_ids)")
+            ids = [int(t.split(":", 1)[1]) for t in tokens]
+        logprobs = lp.get("token_logprobs")
+        reason = {"stop": "stop", "length": "length"}.get(choice.get("finish_reason"), "aborted")
+        return Generation(list(ids), [float(x) for x in logprobs] if logprobs else None, reason)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()

@@ -1,0 +1,82 @@
+"""`verl-swe rollout`: K episodes per task against a served model, outside training.
+
+Trajectories are saved as they finish; a rerun into the same RUN_DIR only runs the episodes still
+missing, so an interrupted collection loses nothing. RUN_DIR also gets `predictions.jsonl` (the
+first submitted patch per task, swebench format) and `summary.json`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from pathlib import Path
+
+from verl_swe.agent.llm import LLMClient, Sampling
+from verl_swe.agent.runner import AgentRunner
+from verl_swe.agent.trajectories import load_trajectories
+from verl_swe.reward.evaluate import write_json_atomic
+from verl_swe.tasks import Task
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n samples with c successes (Chen et al. 2021)."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
+
+
+async def rollout(tasks: list[Task], runner: AgentRunner, llm: LLMClient, sampling: Sampling, n: int,
+                  run_dir: Path, workers: int = 4, model_name: str = "verl-swe", progress: bool = False) -> dict:
+    run_dir = Path(run_dir)
+    done: dict[str, int] = {}
+    for traj in load_trajectories(run_dir):
+        done[traj.instance_id] = done.get(traj.instance_id, 0) + 1
+    todo = [(t, i) for t in tasks for i in range(done.get(t.instance_id, 0), n)]
+    sem = asyncio.Semaphore(max(1, workers))
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo), desc="episodes", unit="ep")
+
+    async def one(task: Task, i: int) -> None:
+        async with sem:
+            await runner.run(task, llm, sampling, episode_id=f"{task.instance_id}.{i}")
+        if bar is not None:
+            bar.update(1)
+
+    try:
+        await asyncio.gather(*(one(t, i) for t, i in todo))
+    finally:
+        if bar is not None:
+            bar.close()
+    return summarize(tasks, run_dir, n, model_name)
+
+
+def summarize(tasks: list[Task], run_dir: Path, n: int, model_name: str) -> dict:
+    by_task: dict[str, list] = {t.instance_id: [] for t in tasks}
+    for traj in load_trajectories(run_dir):
+        if traj.instance_id in by_task:
+            by_task[traj.instance_id].append(traj)
+    per_task = {}
+    with open(run_dir / ".predictions.jsonl.tmp", "w") as f:
+        for iid, trajs in by_task.items():
+            trajs.sort(key=lambda t: t.episode_id)
+            c = sum(t.resolved for t in trajs)
+            per_task[iid] = {"episodes": len(trajs), "resolved": c,
+                             "exit_status": {s: sum(t.exit_status.value == s for t in trajs)
+                                             for s in sorted({t.exit_status.value for t in trajs})}}
+            submitted = [t for t in trajs if t.exit_status.value == "submitted"]
+            patch = submitted[0].patch if submitted else ""
+            f.write(json.dumps({"instance_id": iid, "model_name_or_path": model_name, "model_patch": patch}) + "\n")
+    (run_dir / ".predictions.jsonl.tmp").replace(run_dir / "predictions.jsonl")
+    counts = [(v["episodes"], v["resolved"]) for v in per_task.values() if v["episodes"]]
+    summary = {
+        "tasks": len(per_task), "episodes": sum(e for e, _ in counts),
+        "pass@1": sum(c / e for e, c in counts) / len(counts) if counts else 0.0,
+        f"pass@{n}": sum(pass_at_k(e, c, min(n, e)) for e, c in counts) / len(counts) if counts else 0.0,
+        "per_task": per_task,
+    }
+    write_json_atomic(run_dir / "summary.json", summary)
+    return summary

@@ -1,0 +1,63 @@
+"""A scripted OpenAI-compatible completions server: it returns exactly the tokens of the scripted
+replies (the reply for a prompt is chosen by how many assistant turns the prompt already has)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Sequence
+
+
+class ScriptedCompletionsServer:
+    def __init__(self, tokenizer, end_of_turn_id: int, replies: Sequence[str], assistant_marker: str = "<|im_start|>assistant"):
+        self.tok = tokenizer
+        self.eot = end_of_turn_id
+        self.replies = [tokenizer.encode(r, add_special_tokens=False) + [end_of_turn_id] for r in replies]
+        self.marker = tokenizer.encode(assistant_marker, add_special_tokens=False)
+        self.requests: list[dict] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(body)
+                if self.path != "/v1/completions":
+                    self.send_error(404)
+                    return
+                ids = server.reply_for(body["prompt"])[: body["max_tokens"]]
+                reason = "stop" if ids and ids[-1] == server.eot else "length"
+                payload = {"choices": [{"index": 0, "text": server.tok.decode(ids), "token_ids": ids,
+                                        "logprobs": {"token_logprobs": [-0.25] * len(ids)},
+                                        "finish_reason": reason}]}
+                data = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def reply_for(self, prompt: list[int]) -> list[int]:
+        m, n = self.marker, 0
+        for i in range(len(prompt) - len(m) + 1):
+            if prompt[i: i + len(m)] == m:
+                n += 1
+        return self.replies[min(n - 1, len(self.replies) - 1)]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
