@@ -20,6 +20,13 @@ LIGHT_MODULES = [
     "verl_swe.reward.patch_guard",
     "verl_swe.reward.grading",
     "verl_swe.reward.evaluate",
+    "verl_swe.tools",
+    "verl_swe.tools.aci",
+    # the agent outside training (rollout CLI, eval, RFT collection) needs no training stack either
+    "verl_swe.agent.episode",
+    "verl_swe.agent.runner",
+    "verl_swe.agent.rollout",
+    "verl_swe.agent.llm_openai",
     # swebench's parsers and grading, which grading imports lazily
     "swebench.harness.grading",
 ]

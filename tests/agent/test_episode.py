@@ -139,3 +139,14 @@ async def test_cancellation_closes_the_environment_and_propagates(chat):
     with pytest.raises(asyncio.CancelledError):
         await task
     assert env.closed == 1 and env.finished_with is None
+
+
+async def test_one_failing_episode_does_not_disturb_the_others(chat):
+    class Dying(ScriptedEnv):
+        async def step(self, action):
+            raise SandboxDied("gone")
+
+    results = await asyncio.gather(episode(chat, [LS, SUBMIT]), episode(chat, [LS, SUBMIT], env=Dying()),
+                                   episode(chat, [LS, LS, SUBMIT]))
+    assert [r[0].trajectory.exit_status for r in results] == [ExitStatus.SUBMITTED, ExitStatus.SANDBOX_ERROR,
+                                                              ExitStatus.SUBMITTED]

@@ -76,3 +76,51 @@ async def test_a_row_without_a_task_says_where_it_belongs(session_backend, task_
     loop = build_loop(entry_for(session_backend, task_envs), None)
     with pytest.raises(ValueError, match="extra_info.task"):
         await loop.run({}, extra_info={})
+
+
+# A non-SWE environment and tool set, dropped in with one registration each and a YAML line.
+from verl_swe.agent.env import AgentEnv, Outcome, Step, register_env  # noqa: E402
+from verl_swe.tools import ToolSet, register_tool_set  # noqa: E402
+from verl_swe.types import Action  # noqa: E402
+
+
+@register_env("guess_word")
+class GuessWord(AgentEnv):
+    def __init__(self, row, secret_hint: str = ""):
+        self.secret, self.hint, self.said = row["secret"], secret_hint, []
+
+    async def start(self):
+        return f"Guess the word. Hint: {self.hint}"
+
+    async def step(self, action):
+        self.said.append(action.args["word"])
+        return Step("yes" if self.said[-1] == self.secret else "no", done=self.said[-1] == self.secret)
+
+    async def finish(self, submitted):
+        return Outcome(resolved=submitted)
+
+    async def close(self):
+        pass
+
+
+@register_tool_set("one_word")
+class OneWord(ToolSet):
+    name = "one_word"
+
+    def instructions(self):
+        return "Answer with one word."
+
+    def parse(self, text):
+        return Action("say", {"word": text.strip()}, text.strip())
+
+
+async def test_a_registered_non_swe_environment_runs_from_yaml():
+    tok = qwen_tokenizer()
+    llm = ScriptedLLM(tok, tok.convert_tokens_to_ids("<|im_end|>"), ["apple", "banana"])
+    [entry] = OmegaConf.load(YAML)
+    entry = OmegaConf.merge(entry, {"env": "guess_word", "tool_set": "one_word", "env_options": {"secret_hint": "yellow"},
+                                    "limits": {"max_turns": 5, "penalty_threshold": 3}})
+    loop = build_loop(entry, llm)
+    out = await loop.run({}, extra_info={"task": {"instance_id": "w-1", "secret": "banana"}})
+    assert out.reward_score == 1.0 and out.extra_fields["reward_extra_info"]["num_turns"] == 2
+    assert "Hint: yellow" in tok.decode(out.prompt_ids)

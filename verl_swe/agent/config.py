@@ -35,7 +35,8 @@ class LimitsConfig(BaseModel):
 class AgentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tool_set: str = "paper"  # a registered name or package.module:Class
-    env: str = "swe"
+    env: str = "swe"  # a registered environment or package.module:Class
+    env_options: dict[str, Any] = Field(default_factory=dict)  # extra keyword arguments for the environment
     backend: Literal["docker", "local"] = "docker"
     repos_dir: Path | None = None
     cache_dir: Path | None = None

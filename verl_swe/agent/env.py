@@ -52,6 +52,11 @@ class AgentEnv(ABC):
     """One episode's world. `start` and `step` may raise SandboxError (the episode then ends with
     sandbox_error); `finish` never raises: failures are reported in `Outcome.error`."""
 
+    @classmethod
+    def from_row(cls, row: Any, environments: Any, **options: Any) -> "AgentEnv":
+        """Build the environment of one dataset row (`extra_info.task` in verl's data)."""
+        return cls(row, **options)
+
     @abstractmethod
     async def start(self) -> str:
         """Set up, and return the task text for the first user message."""
@@ -72,6 +77,12 @@ class AgentEnv(ABC):
 @register_env("swe")
 class SWEEnv(AgentEnv):
     """A task's repository in a sandbox; the reward is its tests in a fresh sandbox."""
+
+    @classmethod
+    def from_row(cls, row: Any, environments: Any, **options: Any) -> "SWEEnv":
+        from verl_swe.tasks import Task
+
+        return cls(row if isinstance(row, Task) else Task.model_validate(row), environments, **options)
 
     def __init__(self, task, environments, *, command_timeout_s: float = 120.0, grade_timeout_s: float = 1800.0,
                  grade_unsubmitted: bool = False, instance_template: str | None = None):

@@ -27,18 +27,20 @@ class AgentRunner:
         self.limits = config.limits.build()
         self.system_prompt = config.system_prompt or system_prompt(self.tools.instructions())
 
-    def make_env(self, task: Task):
-        return get_env_class(self.config.env)(
-            task, self.envs, command_timeout_s=self.config.command_timeout_s,
-            grade_timeout_s=self.config.grade_timeout_s, grade_unsubmitted=self.config.grade_unsubmitted)
+    def make_env(self, task: Task | dict):
+        options = {"command_timeout_s": self.config.command_timeout_s, "grade_timeout_s": self.config.grade_timeout_s,
+                   "grade_unsubmitted": self.config.grade_unsubmitted} if self.config.env == "swe" else {}
+        return get_env_class(self.config.env).from_row(task, self.envs, **{**options, **self.config.env_options})
 
-    async def run(self, task: Task, llm: LLMClient, sampling: Sampling, episode_id: str | None = None,
+    async def run(self, task: Task | dict, llm: LLMClient, sampling: Sampling, episode_id: str | None = None,
                   max_response_tokens: int | None = None) -> EpisodeResult:
+        """One episode of `task` (a Task, or a row for a registered non-SWE environment)."""
+        instance_id = task.instance_id if isinstance(task, Task) else str(task.get("instance_id", "task"))
         limits = self.limits
         if max_response_tokens is not None:
             limits = dataclasses.replace(limits, max_response_tokens=max_response_tokens)
         result = await run_episode(self.make_env(task), self.tools, llm, self.chat, self.system_prompt, limits,
-                                   sampling, task.instance_id, episode_id)
+                                   sampling, instance_id, episode_id)
         result.trajectory.metadata.update({"tool_set": self.tools.name, "env": self.config.env,
                                            "limits": dataclasses.asdict(limits), "sampling": sampling.as_dict()})
         if self.config.trajectory_dir is not None:

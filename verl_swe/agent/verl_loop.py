@@ -31,12 +31,13 @@ def shared_runner(config: AgentConfig, tokenizer) -> AgentRunner:
     return _RUNNERS[key]
 
 
-def task_from_row(kwargs: dict[str, Any]) -> Task:
+def task_from_row(kwargs: dict[str, Any], swe: bool = True) -> Task | dict:
     extra = kwargs.get("extra_info") or {}
     row = extra.get("task") if isinstance(extra, dict) else None
     if row is None:
         raise ValueError("swe_agent needs the task row in the dataset's extra_info.task")
-    return Task.model_validate(json.loads(row) if isinstance(row, str) else row)
+    row = json.loads(row) if isinstance(row, str) else dict(row)
+    return Task.model_validate(row) if swe else row
 
 
 class SWEAgentLoop(AgentLoopBase):
@@ -52,7 +53,7 @@ class SWEAgentLoop(AgentLoopBase):
         self.runner = shared_runner(self.agent_config, tokenizer)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
-        task = task_from_row(kwargs)
+        task = task_from_row(kwargs, swe=self.agent_config.env == "swe")
         limits = self.runner.limits
         sampling = Sampling(max_tokens=limits.max_new_tokens, temperature=sampling_params.get("temperature", 1.0),
                             top_p=sampling_params.get("top_p", 1.0), top_k=sampling_params.get("top_k", -1),
