@@ -16,9 +16,10 @@ output assembly. Median of 7 episodes per loop, loops interleaved. Ours also run
 (```command blocks, no schemas), ToolAgentLoop also with the bash tool alone (one schema to re-render).
 
 Concurrency: 128 episodes of ours in one event loop, model and environment each sleeping 10 ms per call,
-against one episode alone; a 1 ms sleeper records the event loop's lag, and every callback is timed (wall and
-CPU) to find the longest single step that held the loop (a step that blocks, as opposed to many ready steps
-taking turns).
+against one episode alone; a 1 ms sleeper records the event loop's lag, every callback is timed (wall and CPU)
+to find the longest single step that held the loop (a step that blocks, as opposed to many ready steps taking
+turns), and the garbage collector's pauses are timed apart; at 1k and 32k. Then a full collection of the
+process's heap (verl, torch and transformers imported) is timed, as is, and after gc.freeze().
 """
 
 from __future__ import annotations
@@ -156,16 +157,16 @@ class Bench:
     def messages(self, task: str) -> list[dict]:
         return [{"role": "system", "content": self.systems["native"]}, {"role": "user", "content": task}]
 
-    async def ours(self, tool_set: str, task: str, delay: float = 0.0) -> tuple[Clock, dict]:
+    async def ours(self, tool_set: str, task: str, delay: float = 0.0) -> tuple[Clock, tuple[list, list]]:
         clock = Clock()
         model, env = Model(self.reply_ids[tool_set], clock, delay), Env(task, clock, delay)
         res = await run_episode(env, self.sets[tool_set], model, self.chats[tool_set], self.systems[tool_set],
                                 self.limits, Sampling(max_tokens=4096), "bench")
         traj = res.trajectory
         assert traj.exit_status == ExitStatus.MAX_TURNS and not any(t.format_error for t in traj.turns), traj
-        return clock, {"prompt": len(res.prompt_ids), "ids": res.prompt_ids + res.response_ids}
+        return clock, (res.prompt_ids, res.response_ids)
 
-    async def verl(self, task: str, n_tools: int = len(NATIVE_SCHEMAS)) -> tuple[Clock, dict]:
+    async def verl(self, task: str, n_tools: int = len(NATIVE_SCHEMAS)) -> tuple[Clock, tuple[list, list]]:
         clock = FixedTool.clock = Clock()
         cfg = OmegaConf.create({"actor_rollout_ref": {"rollout": {
             "prompt_length": 400_000, "response_length": 200_000, "full_determinism": False,
@@ -179,7 +180,7 @@ class Bench:
         out = await loop.run({"temperature": 1.0, "top_p": 1.0, "logprobs": True},
                              raw_prompt=self.messages(task), tools_kwargs={})
         assert len(clock.gen) == TURNS and len(clock.tool) == TURNS - 1, (len(clock.gen), len(clock.tool))
-        return clock, {"prompt": len(out.prompt_ids), "ids": out.prompt_ids + out.response_ids}
+        return clock, (out.prompt_ids, out.response_ids)
 
     async def per_turn(self) -> dict:
         runs = {"ours_native": lambda t: self.ours("native", t), "ours_paper": lambda t: self.ours("paper", t),
@@ -195,9 +196,10 @@ class Bench:
                     clock, info[name] = await run(task)
                     ms[name].append(clock.per_turn_ms())
                     start[name].append(clock.start_ms())
-            ours, theirs = info["ours_native"]["ids"], info["tool_agent_loop"]["ids"]
+            (prompt, response), (their_prompt, their_response) = info["ours_native"], info["tool_agent_loop"]
+            ours, theirs = prompt + response, their_prompt + their_response
             results[str(context)] = {
-                "prompt_tokens": info["ours_native"]["prompt"], "final_context_tokens": len(info["ours_native"]["ids"]),
+                "prompt_tokens": len(prompt), "final_context_tokens": len(ours),
                 # ToolAgentLoop stops after the last reply; ours also runs that action and appends its observation
                 "same_tokens_as_tool_agent_loop": ours[: len(theirs)] == theirs,
                 "ours_trailing_observation_tokens": len(ours) - len(theirs),
@@ -208,29 +210,34 @@ class Bench:
         return results
 
     async def concurrency(self, context: int) -> dict:
-        """Lag and steps split at the moment the last episode first called the model: before it, every episode
-        builds its prompt at once; after it, the turns (the steady state)."""
+        """Split at the moment the last episode first called the model: before it, all episodes build their
+        prompts at once (start); after it, the turns. The garbage collector's pauses are timed apart."""
         task = self.task(context)
         t0 = PERF()
         await self.ours("native", task, DELAY_S)
         single = PERF() - t0
-        lags, steps, cpu = [], [], []  # (when, seconds): loop lag, wall and CPU time of each step
+        lags, steps, gcs, gc_t = [], [], [], [0.0]  # (began, seconds [, CPU seconds])
         run_handle = asyncio.events.Handle._run
 
-        def timed(handle):  # every callback, i.e. every task step, that held the loop
+        def timed(handle):  # every callback, i.e. every task step, that held the loop: wall and CPU
             t, c = PERF(), time.thread_time()
             run_handle(handle)
-            steps.append((PERF(), PERF() - t))
-            cpu.append((PERF(), time.thread_time() - c))
+            steps.append((t, PERF() - t, time.thread_time() - c))
+
+        def on_gc(phase, info):
+            gc_t[0] = PERF() if phase == "start" else gc_t[0]
+            if phase == "stop":
+                gcs.append((info["generation"], PERF() - gc_t[0]))
 
         async def sampler():
             while True:
                 t = PERF()
                 await asyncio.sleep(0.001)
-                lags.append((PERF(), PERF() - t - 0.001))
+                lags.append((t, PERF() - t - 0.001))
 
         watch = asyncio.create_task(sampler())
         asyncio.events.Handle._run = timed
+        gc.callbacks.append(on_gc)
         try:
             t0 = PERF()
             clocks = [c for c, _ in await asyncio.gather(*(self.ours("native", task, DELAY_S)
@@ -238,32 +245,50 @@ class Bench:
             wall = PERF() - t0
         finally:
             asyncio.events.Handle._run = run_handle
+            gc.callbacks.remove(on_gc)
             watch.cancel()
         split = max(c.gen[0][0] for c in clocks)
 
-        def ms(xs, after):
-            return round(max((d for t, d in xs if (t > split) == after), default=0.0) * 1e3, 2)
+        def ms(xs, turns, i=1):
+            return round(max((x[i] for x in xs if (x[0] > split) == turns), default=0.0) * 1e3, 1)
 
-        steady = sorted(d for t, d in lags if t > split)
-        return {"context_tokens": context, "episodes": EPISODES, "turns": TURNS, "delay_s": DELAY_S,
-                "single_episode_wall_s": round(single, 3), "concurrent_wall_s": round(wall, 3),
-                "slowdown": round(wall / single, 2), "start_phase_s": round(split - t0, 3),
-                "start_loop_lag_max_ms": ms(lags, False), "start_longest_step_ms": ms(steps, False),
-                "start_longest_step_cpu_ms": ms(cpu, False), "turns_loop_lag_max_ms": ms(lags, True),
-                "turns_loop_lag_p99_ms": round(steady[int(len(steady) * .99)] * 1e3, 2),
-                "turns_longest_step_ms": ms(steps, True), "turns_longest_step_cpu_ms": ms(cpu, True)}
+        turn_lags = sorted(d for t, d in lags if t > split)
+        return {"context_tokens": context, "episodes": EPISODES, "turns": TURNS,
+                "delay_s": DELAY_S, "single_episode_wall_s": round(single, 3), "concurrent_wall_s": round(wall, 3),
+                "slowdown": round(wall / single, 2), "start_s": round(split - t0, 3),
+                "start_lag_max_ms": ms(lags, False), "start_longest_step_ms": ms(steps, False),
+                "start_longest_step_cpu_ms": ms(steps, False, 2), "turns_lag_max_ms": ms(lags, True),
+                "turns_lag_p99_ms": round(turn_lags[int(len(turn_lags) * .99)] * 1e3, 1),
+                "turns_longest_step_ms": ms(steps, True), "turns_longest_step_cpu_ms": ms(steps, True, 2),
+                **{f"gc_gen{g}": {"collections": sum(x == g for x, _ in gcs),
+                                  "longest_ms": round(max((d for x, d in gcs if x == g), default=0) * 1e3, 1)}
+                   for g in range(3)}}
+
+
+def _best_ms(fn, n: int = 3) -> float:
+    times = []
+    for _ in range(n):
+        t = PERF()
+        fn()
+        times.append(PERF() - t)
+    return round(min(times) * 1e3, 1)
 
 
 async def main(out: str | None) -> None:
     bench, started, load = Bench(), PERF(), [round(x, 2) for x in os.getloadavg()]
     per_turn = await bench.per_turn()
     conc = [await bench.concurrency(c) for c in CONTEXTS[:2]]
-    print(json.dumps(conc, indent=1), flush=True)
+    full_gc = {"tracked_objects": len(gc.get_objects()), "ms": _best_ms(gc.collect)}  # this process's whole heap
+    gc.freeze()
+    full_gc["after_gc_freeze_ms"] = _best_ms(gc.collect)
+    gc.unfreeze()
+    print(json.dumps({"concurrency": conc, "full_gc": full_gc}, indent=1), flush=True)
     result = {"machine": {"platform": platform.platform(), "machine": platform.machine(), "cpus": os.cpu_count(),
                           "python": sys.version.split()[0], "load_average_at_start": load,
                           "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
               "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "turns": TURNS, "repeats": REPEATS,
-              "per_turn": per_turn, "concurrency": conc, "bench_wall_s": round(PERF() - started, 1)}
+              "per_turn": per_turn, "concurrency": conc,
+              "full_gc": full_gc, "bench_wall_s": round(PERF() - started, 1)}
     if out:
         with open(out, "w") as f:
             json.dump(result, f, indent=1)

@@ -66,3 +66,10 @@ def test_build_script_installs_offline_in_order():
 def test_conda_environments_need_a_published_image():
     with pytest.raises(EnvBuildError, match="conda environments .*published image"):
         plan_env(task(install_config={"packages": "environment.yml"}), "3.11", "img")
+
+
+def test_swebench_rows_without_install_config_use_the_published_image_name():
+    from verl_swe.tasks.env_docker import swebench_image
+
+    # swebench's ImageSpec naming for the `swebench` namespace on Docker Hub
+    assert swebench_image("django__django-11099") == "swebench/sweb.eval.x86_64.django_1776_django-11099:latest"

@@ -25,6 +25,11 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SWEBENCH_IMAGE_PATH = f"/opt/miniconda3/envs/testbed/bin:/opt/miniconda3/bin:{DEFAULT_PATH}"
 
 
+def swebench_image(instance_id: str) -> str:
+    """The published SWE-bench image of an instance (swebench's ImageSpec naming, namespace `swebench`)."""
+    return f"swebench/sweb.eval.x86_64.{instance_id.replace('__', '_1776_')}:latest".lower()
+
+
 def _image_exists(client, name: str) -> bool:
     import docker
 
@@ -71,12 +76,13 @@ def prepare_docker(task: Task, store: RepoStore, template: DockerSandboxConfig) 
 
 def _prepare(task: Task, store: RepoStore, template: DockerSandboxConfig) -> DockerSandboxConfig:
     client = docker_client(template.docker_host)
-    if task.image and (_image_exists(client, task.image) or _try_pull(client, task.image)):
+    image = task.image or (swebench_image(task.instance_id) if task.install_config is None else None)
+    if image and (_image_exists(client, image) or _try_pull(client, image)):
         # Other images keep the PATH their own ENV sets.
-        env = {"PATH": SWEBENCH_IMAGE_PATH} if "sweb.eval" in task.image else {}
-        return template.model_copy(update={"image": task.image, "env": {**env, **template.env}})
-    if task.install_config is None and task.image:
-        raise EnvBuildError(f"{task.instance_id}: image {task.image} is not available and cannot be pulled here, "
+        env = {"PATH": SWEBENCH_IMAGE_PATH} if "sweb.eval" in image else {}
+        return template.model_copy(update={"image": image, "env": {**env, **template.env}})
+    if task.install_config is None:
+        raise EnvBuildError(f"{task.instance_id}: image {image} is not available and cannot be pulled here, "
                             "and the task has no install_config to build one from")
     base = template.image if template.image else BASE_IMAGE
     if not _image_exists(client, base):

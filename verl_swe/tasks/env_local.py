@@ -29,6 +29,9 @@ def _system_python() -> tuple[str, str]:
 
 
 async def prepare_local(task: Task, store: RepoStore, template: LocalSandboxConfig) -> LocalSandboxConfig:
+    if task.install_config is None:
+        raise EnvBuildError(f"{task.instance_id}: no install_config; the local backend builds environments only "
+                            "from one (rows that rely on a published image need the docker backend)")
     python, base = await asyncio.to_thread(_system_python)
     plan = plan_env(task, python, base)
     env_dir = store.cache_dir / "local-envs" / plan.key
