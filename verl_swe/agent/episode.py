@@ -72,7 +72,8 @@ async def run_episode(env: AgentEnv, tools: ToolSet, llm: LLMClient, chat: ChatT
             async with asyncio.timeout(limits.timeout_s):
                 task_text = await env.start()
                 traj.messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": task_text}]
-                trace = TokenTrace(chat.prompt(traj.messages))
+                # Off the loop: a 131k-token prompt takes ~0.4 s to tokenize (the fast tokenizer drops the GIL).
+                trace = TokenTrace(await asyncio.to_thread(chat.prompt, traj.messages))
                 traj.exit_status, submitted = await _loop(env, tools, llm, chat, limits, sampling, traj, trace)
         except TimeoutError:
             traj.exit_status = ExitStatus.TIMEOUT
@@ -145,6 +146,8 @@ async def _loop(env, tools, llm, chat, limits, sampling, traj, trace) -> tuple[E
             return ExitStatus.SUBMITTED, True
         if format_errors >= limits.max_format_errors:
             return ExitStatus.FORMAT_ERRORS, False
+        if index == limits.max_turns - 1:
+            break  # the action ran (its edits count); no model will read its observation
         prompt_line = env.prompt_line()
         content = f"{observation}\n{prompt_line}" if prompt_line else observation
         obs_ids = chat.observation(content)
