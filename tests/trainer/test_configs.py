@@ -1,0 +1,111 @@
+"""Every recipe composes on CPU with the paper's values, passes the preflight, and bad configs are
+refused with the key and the fix named."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_module
+
+from verl_swe.trainer.preflight import PreflightError, preflight, write_agent_loop_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def config(name: str, *overrides: str):
+    with initialize_config_module("verl_swe.trainer.config", version_base=None):
+        return compose(config_name=name, overrides=list(overrides))
+
+
+def test_stage1_has_the_papers_values():
+    c = config("swe_dapo_qwen72b")
+    a, r = c.actor_rollout_ref.actor, c.actor_rollout_ref.rollout
+    assert c.data.train_batch_size == 300 and r.n == 10  # P1 Table 3
+    assert c.data.max_prompt_length + c.data.max_response_length == 65536 == c.swe.agent.limits.context_tokens
+    assert (a.clip_ratio_low, a.clip_ratio_high) == (0.2, 0.3) and a.policy_loss.loss_mode == "swe_dapo"
+    assert a.loss_agg_mode == "token-mean" and not a.use_kl_loss and a.entropy_coeff == 0 and a.ppo_epochs == 1
+    assert a.optim.lr == 1e-6 and a.optim.weight_decay == 0.1 and a.optim.clip_grad == 1.0
+    assert (r.temperature, r.top_p, r.top_k) == (1.0, 1.0, -1) and r.engine_kwargs.vllm.generation_config == "vllm"
+    assert c.swe.agent.limits.max_turns == 40 and c.swe.agent.limits.penalty_threshold == 10
+    assert c.algorithm.adv_estimator == "grpo" and not c.algorithm.filter_groups.enable
+    assert c.trainer.v1.sampler.custom_sampler.name == "DropZeroAdvantageGroups"
+    assert c.trainer.nnodes == 16 and c.trainer.n_gpus_per_node == 8
+    assert "KV cache per token" in preflight(c)
+
+
+def test_stage2_changes_only_the_papers_stage2_keys():
+    c = config("swe_dapo_qwen72b_stage2")
+    a, r, m = c.actor_rollout_ref.actor, c.actor_rollout_ref.rollout, c.actor_rollout_ref.model
+    assert c.data.max_prompt_length + c.data.max_response_length == 131072 == r.max_model_len
+    assert c.data.train_batch_size == 100 and a.clip_ratio_high == 0.26 and c.swe.agent.limits.max_turns == 80
+    assert m.override_config.rope_scaling.factor == 4.0 == r.engine_kwargs.vllm.hf_overrides.rope_scaling.factor
+    assert "stage2" in c.data.train_files and c.swe.agent.limits.context_tokens == 131072
+    s1 = config("swe_dapo_qwen72b")
+    assert (a.clip_ratio_low, a.optim.lr, r.n, r.temperature) == (s1.actor_rollout_ref.actor.clip_ratio_low,
+                                                                 s1.actor_rollout_ref.actor.optim.lr, 10, 1.0)
+    report = preflight(c)
+    assert any(line.startswith("KV cache per 131072-token trajectory") and line.endswith(" 42.9 GB")
+               for line in report.splitlines())  # ~43 GB for Qwen2.5-72B at 131k
+
+
+def test_one_node_7b_recipe():
+    c = config("swe_dapo_qwen7b")
+    assert c.trainer.nnodes == 1 and c.actor_rollout_ref.model.path == "Qwen/Qwen2.5-7B-Instruct"
+    preflight(c)
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["+actor_rollout_ref.actor.clip_ratio_hihg=0.3"], "unknown key 'actor_rollout_ref.actor.clip_ratio_hihg'"),
+    (["actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=3"], "ulysses_sequence_parallel_size=3"),
+    (["actor_rollout_ref.actor.ppo_mini_batch_size=13"], "130 trajectories is not divisible by data parallelism 16"),
+    (["actor_rollout_ref.rollout.temperature=0.7"], "rollout temperature=0.7"),
+    (["actor_rollout_ref.rollout.top_k=20"], "swe.allow_biased_sampling=true"),
+    (["~actor_rollout_ref.rollout.engine_kwargs.vllm.generation_config"], "generation_config=vllm"),
+    (["+swe.agent.limits.max_turn=40"], "swe.agent.limits.max_turn"),
+    (["swe.agent.limits.context_tokens=200000"], "exceeds data.max_prompt_length + data.max_response_length"),
+    (["actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean"], "swe_dapo (Eq. 8) is a token-mean"),
+    (["data.max_response_length=200000", "swe.agent.limits.context_tokens=65536"], "exceeds rollout.max_model_len"),
+])
+def test_bad_configs_are_refused_by_name(overrides, message):
+    with pytest.raises(PreflightError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")):
+        preflight(config("swe_dapo_qwen72b", *overrides))
+
+
+def test_biased_sampling_can_be_opted_into():
+    preflight(config("swe_dapo_qwen72b", "actor_rollout_ref.rollout.top_p=0.9", "swe.allow_biased_sampling=true"))
+
+
+def test_a_dataset_without_agent_name_is_refused(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "train.parquet"
+    pq.write_table(pa.Table.from_pylist([{"prompt": "x", "extra_info": {"task": "{}"}}]), path)
+    with pytest.raises(PreflightError, match="agent_name: swe_agent"):
+        preflight(config("swe_dapo_qwen72b", f"data.train_files={path}"))
+
+
+def test_agent_loop_yaml_is_written_from_the_swe_section(tmp_path):
+    from omegaconf import OmegaConf
+
+    from verl_swe.agent.config import AgentConfig
+
+    c = config("swe_dapo_qwen72b_stage2", f"trainer.default_local_dir={tmp_path}")
+    [entry] = OmegaConf.load(write_agent_loop_config(c, tmp_path))
+    assert entry.name == "swe_agent" and entry._target_ == "verl_swe.agent.verl_loop.SWEAgentLoop"
+    cfg = AgentConfig.model_validate({k: v for k, v in OmegaConf.to_container(entry).items()
+                                      if k not in ("name", "_target_")})
+    assert cfg.limits.max_turns == 80 and cfg.trajectory_dir == tmp_path / "trajectories"
+
+
+def test_recipe_prints_the_composed_config_and_starts_nothing():
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    out = subprocess.run(["bash", str(ROOT / "recipes/run_dapo_qwen72b.sh"), "--cfg", "job",
+                          "actor_rollout_ref.actor.optim.lr=2e-6"], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "clip_ratio_high: 0.3" in out.stdout and "lr: 2.0e-06" in out.stdout
+    stage2 = subprocess.run(["bash", str(ROOT / "recipes/run_dapo_qwen72b.sh"), "--cfg", "job"], capture_output=True,
+                            text=True, env={**env, "STAGE": "2"}, timeout=120)
+    assert "clip_ratio_high: 0.26" in stage2.stdout and "max_turns: 80" in stage2.stdout

@@ -1,0 +1,70 @@
+"""`verl-swe plan` and `verl-swe curriculum`: check a training config, build the stage-2 task pool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def plan(
+    config_name: str = typer.Option("swe_dapo_qwen72b", help="a config of verl_swe/trainer/config"),
+    overrides: Optional[List[str]] = typer.Argument(None, help="hydra overrides, e.g. trainer.nnodes=8"),
+):
+    """Check divisibility, context and memory of a training config before any GPU is touched."""
+    from hydra import compose, initialize_config_module
+    from hydra.errors import HydraException
+
+    from verl_swe.trainer.preflight import PreflightError, plan_for, preflight
+
+    try:
+        with initialize_config_module("verl_swe.trainer.config", version_base=None):
+            cfg = compose(config_name=config_name, overrides=list(overrides or []))
+    except HydraException as e:
+        err_console.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2) from None
+    p = plan_for(cfg)
+    if p is not None:
+        table = Table(title=f"plan: {config_name} ({cfg.actor_rollout_ref.model.path})")
+        table.add_column("estimate")
+        table.add_column("value", justify="right")
+        for k, v in p.rows:
+            table.add_row(k, v)
+        console.print(table)
+    try:
+        preflight(cfg)
+    except PreflightError as e:
+        err_console.print(f"[red]refused:[/]\n{e}")
+        raise typer.Exit(1) from None
+    console.print("[green]ok[/]: the layout divides, the context fits, and the estimates fit in GPU memory")
+
+
+def curriculum(
+    trajectories: List[Path] = typer.Option(..., help="run directories (or their trajectories/) of stage 1; repeatable"),
+    instances: str = typer.Option(..., help="the stage-1 task pool (.jsonl/.json/.parquet)"),
+    out: Path = typer.Option(..., help="stage-2 pool, JSONL; the success counts go next to it"),
+    max_rate: float = typer.Option(2 / 3, help="drop tasks solved in at least this share of attempts (paper: 2/3)"),
+):
+    """Stage-2 pool (P1): drop tasks solved in >= 2/3 of their attempts and tasks never solved."""
+    from verl_swe.agent.trajectories import load_trajectories
+    from verl_swe.algo.curriculum import SuccessCounts, stage2_pool
+    from verl_swe.tasks import load_tasks
+
+    tasks = load_tasks(instances)
+    counts = SuccessCounts()
+    for run in trajectories:
+        run = run.parent if run.name == "trajectories" else run
+        counts.update((t.instance_id, t.resolved) for t in load_trajectories(run))
+    keep = set(stage2_pool(counts, [t.instance_id for t in tasks], max_rate))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(t.model_dump_json() + "\n" for t in tasks if t.instance_id in keep))
+    counts.save(out.with_suffix(".counts.json"))
+    attempted = sum(1 for t in tasks if counts.attempts.get(t.instance_id))
+    console.print(f"{len(tasks)} tasks, {attempted} attempted, {sum(counts.attempts.values())} episodes -> "
+                  f"{len(keep)} in the stage-2 pool: {out}")

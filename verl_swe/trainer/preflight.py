@@ -1,0 +1,157 @@
+"""Checks run before training starts (and by `verl-swe plan`): each problem names the key and the fix.
+
+- every key of the config exists in verl's `ppo_trainer` (a typo would otherwise be ignored silently);
+- the agent section is a valid AgentConfig; its context fits the data and rollout lengths;
+- rollout sampling is unbiased (P1 Sec. 5.2), unless `swe.allow_biased_sampling=true`;
+- the loss is a token mean (Eq. 8); the dataset rows carry `agent_name: swe_agent` and a task;
+- the parallel layout divides and fits (`plan.py`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from verl_swe.algo.sampling import sampling_problems
+from verl_swe.trainer.plan import KNOWN_MODELS, Layout, ModelShape, Plan, Workload, make_plan
+
+# Sections whose keys are free-form by design (passed through to engines, models or plugins).
+FREE_FORM = ("override_config", "engine_kwargs", "sampler_kwargs", "custom_sampler", "reward_kwargs", "hf_overrides",
+             "rope_scaling", "ray_kwargs", "runtime_env", "override_transformer_config", "override_optimizer_config")
+
+
+class PreflightError(ValueError):
+    pass
+
+
+def unknown_keys(config: DictConfig, reference: DictConfig, prefix: str = "") -> list[str]:
+    out = []
+    for key in config:
+        path = f"{prefix}{key}"
+        if path == "swe" or path == "hydra":
+            continue
+        if key not in reference.keys():  # keys(): `in` says False for a mandatory `???` value
+            out.append(path)
+            continue
+        sub, ref = config._get_node(key), reference._get_node(key)  # nodes: no interpolation, no `???` error
+        if isinstance(sub, DictConfig) and isinstance(ref, DictConfig) and key not in FREE_FORM:
+            out += unknown_keys(sub, ref, f"{path}.")
+    return out
+
+
+def verl_reference() -> DictConfig:
+    """verl's own `ppo_trainer`, composed by a private config loader so the running Hydra app is untouched."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra._internal.utils import create_config_search_path
+    from hydra.types import RunMode
+
+    loader = ConfigLoaderImpl(config_search_path=create_config_search_path("pkg://verl.trainer.config"))
+    cfg = loader.load_configuration("ppo_trainer", overrides=[], run_mode=RunMode.RUN)
+    with open_dict(cfg):
+        cfg.pop("hydra", None)
+    return cfg
+
+
+def model_shape(path: str) -> ModelShape | None:
+    if path in KNOWN_MODELS:
+        return ModelShape.from_hf_config(KNOWN_MODELS[path])
+    cfg = Path(path).expanduser() / "config.json"
+    return ModelShape.from_hf_config(json.loads(cfg.read_text())) if cfg.exists() else None
+
+
+def plan_for(config: DictConfig) -> Plan | None:
+    arr = config.actor_rollout_ref
+    m = model_shape(str(arr.model.path))
+    if m is None:
+        return None
+    rope = OmegaConf.select(config, "actor_rollout_ref.model.override_config.rope_scaling.factor", default=1.0)
+    lay = Layout(nnodes=config.trainer.nnodes, gpus_per_node=config.trainer.n_gpus_per_node,
+                 gpu_memory_gb=float(OmegaConf.select(config, "swe.gpu_memory_gb", default=80)),
+                 sp=arr.actor.fsdp_config.ulysses_sequence_parallel_size, rollout_tp=arr.rollout.tensor_model_parallel_size,
+                 gpu_memory_utilization=arr.rollout.gpu_memory_utilization,
+                 param_offload=arr.actor.fsdp_config.param_offload, optimizer_offload=arr.actor.fsdp_config.optimizer_offload)
+    w = Workload(context=config.data.max_prompt_length + config.data.max_response_length,
+                 prompts_per_iteration=config.data.train_batch_size, n=arr.rollout.n,
+                 mini_batch_prompts=arr.actor.ppo_mini_batch_size, max_token_len_per_gpu=arr.actor.ppo_max_token_len_per_gpu,
+                 rope_scaling=float(rope or 1.0), rollout_max_model_len=arr.rollout.max_model_len)
+    return make_plan(m, lay, w)
+
+
+def _dataset_problems(config: DictConfig) -> list[str]:
+    files = config.data.train_files
+    files = [files] if isinstance(files, str) else list(files)
+    problems = []
+    for f in files:
+        path = Path(str(f)).expanduser()
+        if path.suffix != ".parquet" or not path.exists():
+            continue  # remote or not built yet: checked by verl when it loads
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path).slice(0, 8).to_pylist()
+        if not table or any(row.get("agent_name") != "swe_agent" for row in table):
+            problems.append(f"data.train_files {path}: rows need agent_name: swe_agent (build the dataset with "
+                            "verl-swe's dataset builder, or add the column)")
+        elif any(not (row.get("extra_info") or {}).get("task") for row in table):
+            problems.append(f"data.train_files {path}: rows need the task row in extra_info.task")
+    return problems
+
+
+def preflight(config: DictConfig, check_unknown_keys: bool = True) -> str:
+    from pydantic import ValidationError
+
+    from verl_swe.agent.config import AgentConfig
+
+    problems: list[str] = []
+    if check_unknown_keys:
+        for key in unknown_keys(config, verl_reference()):
+            problems.append(f"unknown key {key!r}: not in verl's ppo_trainer config (a typo?)")
+    agent = None
+    try:
+        agent = AgentConfig.model_validate(OmegaConf.to_container(config.swe.agent, resolve=True))
+    except ValidationError as e:
+        for err in e.errors():
+            problems.append(f"swe.agent.{'.'.join(map(str, err['loc']))}: {err['msg']}")
+    rollout = config.actor_rollout_ref.rollout
+    if agent is not None:
+        room = config.data.max_prompt_length + config.data.max_response_length
+        if agent.limits.context_tokens > room:
+            problems.append(f"swe.agent.limits.context_tokens={agent.limits.context_tokens} exceeds "
+                            f"data.max_prompt_length + data.max_response_length = {room}")
+    params = {k: rollout.get(k) for k in ("temperature", "top_p", "top_k", "min_p", "repetition_penalty") if k in rollout}
+    engine_reads_gen_config = OmegaConf.select(rollout, "engine_kwargs.vllm.generation_config") != "vllm"
+    gen_cfg_file = Path(str(config.actor_rollout_ref.model.path)).expanduser() / "generation_config.json"
+    gen_cfg = json.loads(gen_cfg_file.read_text()) if gen_cfg_file.exists() else None
+    biased = sampling_problems(params, gen_cfg, engine_reads_gen_config)
+    if engine_reads_gen_config and gen_cfg is None:
+        biased.append("the rollout engine may apply the model's generation_config.json sampling defaults: set "
+                      "actor_rollout_ref.rollout.engine_kwargs.vllm.generation_config=vllm")
+    if biased and not OmegaConf.select(config, "swe.allow_biased_sampling", default=False):
+        problems += [f"biased rollout sampling: {b} (P1 Sec. 5.2; opt in with swe.allow_biased_sampling=true)"
+                     for b in biased]
+    actor = config.actor_rollout_ref.actor
+    if actor.policy_loss.loss_mode == "swe_dapo" and actor.loss_agg_mode != "token-mean":
+        problems.append(f"actor_rollout_ref.actor.loss_agg_mode={actor.loss_agg_mode}: swe_dapo (Eq. 8) is a token-mean")
+    problems += _dataset_problems(config)
+    plan = plan_for(config)
+    if plan is not None and OmegaConf.select(config, "swe.plan_check", default=True):
+        problems += [f"plan: {e}" for e in plan.errors]
+    if problems:
+        raise PreflightError("\n".join(f"- {p}" for p in problems))
+    return format_plan(plan) if plan else "plan: model shape unknown (not a local path or a known model); skipped"
+
+
+def format_plan(plan: Plan) -> str:
+    width = max(len(k) for k, _ in plan.rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in plan.rows)
+
+
+def write_agent_loop_config(config: DictConfig, run_dir: Path) -> Path:
+    """The agent loop's YAML (verl reads it in every worker), from the one config's `swe.agent` section."""
+    entry = {"name": "swe_agent", "_target_": "verl_swe.agent.verl_loop.SWEAgentLoop",
+             **OmegaConf.to_container(config.swe.agent, resolve=True)}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir.resolve() / "agent_loop.yaml"
+    OmegaConf.save(OmegaConf.create([entry]), path)
+    return path
