@@ -124,3 +124,20 @@ async def test_a_registered_non_swe_environment_runs_from_yaml():
     out = await loop.run({}, extra_info={"task": {"instance_id": "w-1", "secret": "banana"}})
     assert out.reward_score == 1.0 and out.extra_fields["reward_extra_info"]["num_turns"] == 2
     assert "Hint: yellow" in tok.decode(out.prompt_ids)
+
+
+async def test_overlong_options_mask_or_penalize(session_backend, task_envs, mini_tasks):
+    tok = qwen_tokenizer()
+    eot = tok.convert_tokens_to_ids("<|im_end|>")
+    row = {"task": mini_tasks[PAGER].model_dump()}
+    looping = ["```command\nls -la\n```"]
+    masked = build_loop(entry_for(session_backend, task_envs, overlong={"mask_truncated": True}),
+                        ScriptedLLM(tok, eot, looping, repeat_last=True), response_length=700)
+    out = await masked.run({}, extra_info=row)
+    assert out.extra_fields["reward_extra_info"]["exit_status"] == "context_exhausted" and sum(out.response_mask) == 0
+    # soft penalty: a 700-token response with a 400-token buffer: (300 - len) / 400, clipped to [-1, 0]
+    soft = build_loop(entry_for(session_backend, task_envs, overlong={"soft_penalty_cache_tokens": 400}),
+                      ScriptedLLM(tok, eot, looping, repeat_last=True), response_length=700)
+    out = await soft.run({}, extra_info=row)
+    n = len(out.response_ids)
+    assert sum(out.response_mask) > 0 and out.reward_score == pytest.approx(max(-1.0, min(0.0, (300 - n) / 400)))

@@ -109,3 +109,13 @@ def test_recipe_prints_the_composed_config_and_starts_nothing():
     stage2 = subprocess.run(["bash", str(ROOT / "recipes/run_dapo_qwen72b.sh"), "--cfg", "job"], capture_output=True,
                             text=True, env={**env, "STAGE": "2"}, timeout=120)
     assert "clip_ratio_high: 0.26" in stage2.stdout and "max_turns: 80" in stage2.stdout
+
+
+def test_the_alternatives_are_one_line_away():
+    # DAPO's refill-until-full dynamic sampling instead of dropping without refill
+    c = config("swe_dapo_qwen72b", "algorithm.filter_groups.enable=true", "trainer.v1.sampler.custom_sampler.path=null")
+    assert c.algorithm.filter_groups.enable and c.trainer.v1.sampler.custom_sampler.path is None
+    preflight(c)
+    # verl's token-level TIS, and the overlong options
+    preflight(config("swe_dapo_qwen72b", "algorithm.rollout_correction.rollout_is=token",
+                     "swe.agent.overlong.mask_truncated=true", "swe.agent.overlong.soft_penalty_cache_tokens=4096"))

@@ -32,6 +32,14 @@ class LimitsConfig(BaseModel):
         return EpisodeLimits(**self.model_dump())
 
 
+class OverlongConfig(BaseModel):
+    """Off by default (P1 Sec. 5.2: masking looping trajectories removes their negative signal)."""
+
+    model_config = ConfigDict(extra="forbid")
+    mask_truncated: bool = False  # DeepSWE-style: episodes cut by context or turn cap train on nothing
+    soft_penalty_cache_tokens: int = Field(0, ge=0)  # > 0: DAPO Eq. 13 over the response length, this buffer
+
+
 class AgentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tool_set: str = "paper"  # a registered name or package.module:Class
@@ -45,6 +53,7 @@ class AgentConfig(BaseModel):
     command_timeout_s: float = Field(120.0, gt=0)
     grade_timeout_s: float = Field(1_800.0, gt=0)
     grade_unsubmitted: bool = False  # paper: the reward is for the submitted patch
+    overlong: OverlongConfig = Field(default_factory=OverlongConfig)
     trajectory_dir: Path | None = None  # where episodes are saved (none: not saved)
     system_prompt: str | None = None  # default: verl_swe.agent.prompts
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)

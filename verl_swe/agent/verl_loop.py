@@ -71,6 +71,7 @@ class SWEAgentLoop(AgentLoopBase):
         if not response_ids:  # the episode ended before the model spoke: one masked token keeps shapes valid
             prompt_ids = prompt_ids or self.runner.chat.prompt(traj.messages or [{"role": "user", "content": ""}])
             response_ids, mask, logprobs = [self.runner.chat.end_of_turn_id], [0], [0.0]
+        reward, mask = self._overlong(traj, mask)
         gen_s = sum(t.generation_s for t in traj.turns)
         tool_s = sum(t.tool_s for t in traj.turns)
         info = {"resolved": float(traj.resolved), "exit_status": traj.exit_status.value,
@@ -78,7 +79,24 @@ class SWEAgentLoop(AgentLoopBase):
                 "error": traj.error or "", "instance_id": traj.instance_id}
         return AgentLoopOutput(
             prompt_ids=prompt_ids, response_ids=response_ids, response_mask=mask, response_logprobs=logprobs,
-            reward_score=traj.reward, num_turns=2 * traj.num_turns + 1,
+            reward_score=reward, num_turns=2 * traj.num_turns + 1,
             metrics=AgentLoopMetrics(generate_sequences=gen_s, tool_calls=tool_s),
             extra_fields={"reward_extra_info": info, "swe_metrics": result.metrics},
         )
+
+    def _overlong(self, traj, mask: list[int]) -> tuple[float, list[int]]:
+        """The optional overlong treatments (verl_swe/algo/overlong.py); both off by default."""
+        import torch
+
+        from verl_swe.algo.overlong import soft_overlong_penalty
+        from verl_swe.types import ExitStatus
+
+        opts, reward = self.agent_config.overlong, traj.reward
+        if opts.mask_truncated and traj.exit_status in (ExitStatus.CONTEXT_EXHAUSTED, ExitStatus.MAX_TURNS,
+                                                        ExitStatus.TIMEOUT):
+            mask = [0] * len(mask)
+        if opts.soft_penalty_cache_tokens:
+            max_len = self.rollout_config.response_length
+            reward += float(soft_overlong_penalty(torch.tensor([traj.response_tokens]), max_len,
+                                                  min(opts.soft_penalty_cache_tokens, max_len))[0])
+        return reward, mask
