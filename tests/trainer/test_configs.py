@@ -66,6 +66,8 @@ def test_one_node_7b_recipe():
     (["+swe.agent.limits.max_turn=40"], "swe.agent.limits.max_turn"),
     (["swe.agent.limits.context_tokens=200000"], "exceeds data.max_prompt_length + data.max_response_length"),
     (["actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean"], "swe_dapo (Eq. 8) is a token-mean"),
+    (["algorithm.filter_groups.enable=true"], "pick one"),
+    (["trainer.v1.trainer_mode=colocate_async"], "supports the sync trainer only"),
     (["data.max_response_length=200000", "swe.agent.limits.context_tokens=65536"], "exceeds rollout.max_model_len"),
 ])
 def test_bad_configs_are_refused_by_name(overrides, message):

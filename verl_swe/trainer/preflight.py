@@ -133,6 +133,15 @@ def preflight(config: DictConfig, check_unknown_keys: bool = True) -> str:
     actor = config.actor_rollout_ref.actor
     if actor.policy_loss.loss_mode == "swe_dapo" and actor.loss_agg_mode != "token-mean":
         problems.append(f"actor_rollout_ref.actor.loss_agg_mode={actor.loss_agg_mode}: swe_dapo (Eq. 8) is a token-mean")
+    sampler = OmegaConf.select(config, "trainer.v1.sampler.custom_sampler.path") and \
+        OmegaConf.select(config, "trainer.v1.sampler.custom_sampler.name")
+    if sampler and config.algorithm.filter_groups.enable:
+        problems.append("trainer.v1.sampler.custom_sampler and algorithm.filter_groups are both on; verl ignores "
+                        "filter_groups while a custom sampler is set: drop-without-refill or DAPO refill, pick one "
+                        "(refill: algorithm.filter_groups.enable=true trainer.v1.sampler.custom_sampler.path=null)")
+    if sampler and OmegaConf.select(config, "trainer.v1.trainer_mode") != "sync":
+        problems.append(f"trainer.v1.trainer_mode={config.trainer.v1.trainer_mode}: the {sampler} sampler "
+                        "supports the sync trainer only")
     problems += _dataset_problems(config)
     plan = plan_for(config)
     if plan is not None and OmegaConf.select(config, "swe.plan_check", default=True):

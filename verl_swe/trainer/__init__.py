@@ -1,0 +1,1 @@
+"""verl trainer integration: sampler, configs, entry point."""
