@@ -26,11 +26,12 @@ def dapo_token_loss(old_log_prob: torch.Tensor, log_prob: torch.Tensor, advantag
     n = mask.sum() if batch_num_tokens is None else torch.as_tensor(batch_num_tokens, dtype=mask.dtype)
     loss = -(objective * mask).sum() / n.clamp(min=1) * dp_size
     with torch.no_grad():
-        local = mask.sum().clamp(min=1)
+        on = response_mask.bool()
+        local = on.sum().clamp(min=1)
         metrics = {
-            "actor/pg_clipfrac": float(((clipped < unclipped).to(mask.dtype) * mask).sum() / local),
-            "actor/pg_clipfrac_high": float((((ratio > 1 + eps_high) & (advantages > 0)).to(mask.dtype) * mask).sum() / local),
-            "actor/pg_clipfrac_low": float((((ratio < 1 - eps_low) & (advantages < 0)).to(mask.dtype) * mask).sum() / local),
+            "actor/pg_clipfrac": float(((clipped < unclipped) & on).sum() / local),
+            "actor/pg_clipfrac_high": float(((ratio > 1 + eps_high) & (advantages > 0) & on).sum() / local),
+            "actor/pg_clipfrac_low": float(((ratio < 1 - eps_low) & (advantages < 0) & on).sum() / local),
             "actor/ppo_kl": float(((old_log_prob - log_prob) * mask).sum() / local),
         }
     return loss, metrics

@@ -35,9 +35,12 @@ def logprob_mismatch(rollout_log_probs: torch.Tensor, trainer_log_probs: torch.T
                      response_mask: torch.Tensor) -> dict[str, float]:
     """How far the inference engine's log-probs are from the trainer's, on generated tokens:
     mean k3 KL estimate E[r - 1 - log r] with r = p_trainer / p_rollout (>= 0), and max |diff|."""
-    mask = response_mask.bool()
-    if not mask.any():
+    m = response_mask.to(trainer_log_probs.dtype)
+    n = m.sum()
+    if n == 0:
         return {"swe/logprob_mismatch_kl": 0.0, "swe/logprob_mismatch_max_abs": 0.0}
-    diff = (trainer_log_probs - rollout_log_probs)[mask].float()
-    kl = (torch.exp(diff) - 1 - diff).mean()
-    return {"swe/logprob_mismatch_kl": float(kl), "swe/logprob_mismatch_max_abs": float(diff.abs().max())}
+    # Masked sums, not a boolean-index copy: ~3x faster on 1,000 x 16k tokens (bench/plugin_step.py).
+    diff = trainer_log_probs - rollout_log_probs
+    k3 = torch.exp(diff).sub_(1).sub_(diff).mul_(m)
+    return {"swe/logprob_mismatch_kl": float(k3.sum() / n),
+            "swe/logprob_mismatch_max_abs": float(diff.abs_().mul_(m).max())}
