@@ -49,7 +49,9 @@ async def test_timeout_kills_the_command_and_everything_it_started(make_config):
         # lives, and the shell kept its state.
         r = await sb.exec("ls /tmp/ran /tmp/after 2>/dev/null; kill -0 $(cat /tmp/bg.pid) 2>/dev/null && echo bg-alive; "
                           "kill -0 $(cat /tmp/earlier.pid) && echo earlier-alive; pwd")
-        assert r.output.split() == ["earlier-alive", "/testbed"]
+        # bash may report the killed background job here, as a terminal would ("line 1: 11 Killed sleep 300")
+        lines = [line for line in r.output.splitlines() if "Killed" not in line]
+        assert lines == ["earlier-alive", "/testbed"]
 
 
 async def test_a_busy_shell_builtin_is_interrupted_and_the_shell_keeps_its_state(make_config):
