@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-ray = pytest.importorskip("ray")
-tq = pytest.importorskip("transfer_queue")
+import ray  # noqa: E402 - dependencies of verl[verl-core]
+import transfer_queue as tq  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 from verl.trainer.ppo.padding_utils import upsample_batch_to_divisible_size  # noqa: E402
 from verl.trainer.ppo.v1.replay_buffer import DAPO_FILTERED_REWARD_COUNTS_KEY  # noqa: E402
