@@ -17,8 +17,9 @@ from verl_swe.sandbox import create_sandbox, open_sandbox
 from verl_swe.sandbox.gc import gc
 
 
-def leftovers(backend: str, run_label: str, state_dir: Path) -> list[str]:
-    """Every trace of sandboxes carrying `run_label`: containers, state dirs, cgroups, processes."""
+def leftovers(backend: str, run_label: str, state_dir: Path, ids: set[str] | None = None) -> list[str]:
+    """Every trace of this test's sandboxes: containers carrying `run_label`; for local sandboxes the
+    state dirs, the cgroups of the sandbox `ids` seen (other runs on the machine have their own), processes."""
     found = []
     if backend == "docker":
         import docker
@@ -26,10 +27,12 @@ def leftovers(backend: str, run_label: str, state_dir: Path) -> list[str]:
         for c in docker.from_env().containers.list(all=True, filters={"label": f"test-run={run_label}"}):
             found.append(f"container {c.name}")
         return found
+    ids = set() if ids is None else ids
     if state_dir.exists():
+        ids.update(p.name for p in state_dir.iterdir())
         found += [f"state dir {p}" for p in state_dir.iterdir()]
     for controller in Path("/sys/fs/cgroup").iterdir():
-        found += [f"cgroup {cg}" for cg in controller.glob("**/verl-swe-*") if cg.is_dir()]
+        found += [f"cgroup {cg}" for cg in controller.glob("**/verl-swe-*") if cg.is_dir() and cg.name in ids]
     for proc in Path("/proc").iterdir():
         try:
             if str(state_dir).encode() in (proc / "cmdline").read_bytes():
@@ -40,15 +43,25 @@ def leftovers(backend: str, run_label: str, state_dir: Path) -> list[str]:
 
 
 @pytest.fixture
-def labelled(make_config, backend, tmp_path):
+def labelled(make_config, backend, tmp_path, monkeypatch):
     run = uuid.uuid4().hex
+    ids: set[str] = set()  # local sandboxes made by this test (in this process, or seen in its state dir)
+    from verl_swe.sandbox.local import LocalSandbox
+
+    init = LocalSandbox.__init__
+
+    def recording_init(self, config):
+        init(self, config)
+        ids.add(self.id)
+
+    monkeypatch.setattr(LocalSandbox, "__init__", recording_init)
 
     def make(**kw):
         cfg = make_config(labels={"test-run": run}) if backend == "docker" else make_config()
         return cfg.model_copy(update=kw)
 
     def check() -> list[str]:
-        return leftovers(backend, run, tmp_path / "sandboxes")
+        return leftovers(backend, run, tmp_path / "sandboxes", ids)
 
     return make, check
 
