@@ -1,0 +1,73 @@
+"""An oracle policy: it reaches a task's gold patch with the agent's own commands, then submits.
+
+Used to collect demonstration trajectories (the CPU pipeline's RFT data, tests): for each changed file
+it opens the file at the change, makes each change with `edit START:END` (bottom-up, so line numbers
+stay valid), runs the tests and submits. It is an `LLMClient`: it answers with exactly the tokens of
+its scripted replies, one per turn, like any model would.
+"""
+
+from __future__ import annotations
+
+import re
+
+from verl_swe.agent.llm import Generation, Sampling
+from verl_swe.tasks import Task
+from verl_swe.tasks.patches import split_patch
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
+
+
+def _changes(diff_text: str) -> list[tuple[int, int, list[str]]]:
+    """(first old line, old lines replaced, new lines) for each run of changed lines of one file diff."""
+    changes, old_line, run = [], 0, None
+    for line in diff_text.splitlines():
+        m = _HUNK.match(line)
+        if m:
+            old_line, run = int(m.group(1)), None
+            continue
+        if not old_line or line.startswith(("\\", "---", "+++")):
+            continue
+        if not line.startswith(("-", "+")):  # context (a blank context line may have lost its space)
+            run = None
+            old_line += 1
+            continue
+        if run is None:
+            run = [old_line, 0, []]
+            changes.append(run)
+        if line.startswith("-"):
+            run[1] += 1
+            old_line += 1
+        else:
+            run[2].append(line[1:])
+    return [(start, n, new) for start, n, new in changes]
+
+
+def oracle_replies(task: Task) -> list[str]:
+    """The paper-format replies (reasoning, then one ```command block) that solve `task`."""
+    replies = []
+    for diff in split_patch(task.patch):
+        if diff.old_path is None or diff.new_path is None:
+            raise ValueError(f"{task.instance_id}: the oracle edits existing files only ({diff.paths})")
+        path, changes = diff.new_path, _changes(diff.text)
+        replies.append(f"The issue points at {path}. Let me look at the code.\n"
+                       f"```command\nopen {path} {changes[0][0]}\n```")
+        for start, n, new in sorted(changes, reverse=True):
+            body = "\n".join(new)
+            replies.append(f"This is the faulty code; I will fix it.\n```command\n"
+                           f"edit --file {path} {start}:{start + n - 1} << 'EOF'\n{body}\nEOF\n```")
+    replies.append("Let me run the tests.\n```command\npython -m pytest -q 2>&1 | tail -3\n```")
+    replies.append("The fix is done.\n```command\nsubmit\n```")
+    return replies
+
+
+class OraclePolicy:
+    """An LLMClient for one task: returns the tokens of `oracle_replies(task)`, one reply per turn."""
+
+    def __init__(self, tokenizer, end_of_turn_id: int, task: Task):
+        self.replies = [tokenizer.encode(r, add_special_tokens=False) + [end_of_turn_id]
+                        for r in oracle_replies(task)]
+
+    async def generate(self, prompt_ids: list[int], sampling: Sampling, request_id: str) -> Generation:
+        turn = int(request_id.rsplit("-", 1)[1])  # run_episode names requests "<episode>-<turn>"
+        ids = self.replies[min(turn, len(self.replies) - 1)][: sampling.max_tokens]
+        return Generation(ids, [0.0] * len(ids), "stop" if len(ids) and ids[-1] == self.replies[0][-1] else "length")
