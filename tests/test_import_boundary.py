@@ -7,6 +7,8 @@ import pytest
 
 LIGHT_MODULES = [
     "verl_swe.types",
+    "verl_swe.files",
+    "verl_swe.concurrency",
     "verl_swe.sandbox",
     "verl_swe.sandbox.docker",
     "verl_swe.sandbox.local",

@@ -7,7 +7,6 @@ first submitted patch per task, swebench format) and `summary.json`.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 from pathlib import Path
@@ -15,7 +14,8 @@ from pathlib import Path
 from verl_swe.agent.llm import LLMClient, Sampling
 from verl_swe.agent.runner import AgentRunner
 from verl_swe.agent.trajectories import load_trajectories
-from verl_swe.reward.evaluate import write_json_atomic
+from verl_swe.concurrency import bounded_gather
+from verl_swe.files import write_json_atomic, write_text_atomic
 from verl_swe.tasks import Task
 
 
@@ -33,24 +33,8 @@ async def rollout(tasks: list[Task], runner: AgentRunner, llm: LLMClient, sampli
     for traj in load_trajectories(run_dir):
         done[traj.instance_id] = done.get(traj.instance_id, 0) + 1
     todo = [(t, i) for t in tasks for i in range(done.get(t.instance_id, 0), n)]
-    sem = asyncio.Semaphore(max(1, workers))
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(todo), desc="episodes", unit="ep")
-
-    async def one(task: Task, i: int) -> None:
-        async with sem:
-            await runner.run(task, llm, sampling, episode_id=f"{task.instance_id}.{i}")
-        if bar is not None:
-            bar.update(1)
-
-    try:
-        await asyncio.gather(*(one(t, i) for t, i in todo))
-    finally:
-        if bar is not None:
-            bar.close()
+    episodes = (runner.run(t, llm, sampling, episode_id=f"{t.instance_id}.{i}") for t, i in todo)
+    await bounded_gather(episodes, workers, "episodes" if progress else None, unit="ep")
     return summarize(tasks, run_dir, n, model_name)
 
 
@@ -59,18 +43,17 @@ def summarize(tasks: list[Task], run_dir: Path, n: int, model_name: str) -> dict
     for traj in load_trajectories(run_dir):
         if traj.instance_id in by_task:
             by_task[traj.instance_id].append(traj)
-    per_task = {}
-    with open(run_dir / ".predictions.jsonl.tmp", "w") as f:
-        for iid, trajs in by_task.items():
-            trajs.sort(key=lambda t: t.episode_id)
-            c = sum(t.resolved for t in trajs)
-            per_task[iid] = {"episodes": len(trajs), "resolved": c,
-                             "exit_status": {s: sum(t.exit_status.value == s for t in trajs)
-                                             for s in sorted({t.exit_status.value for t in trajs})}}
-            submitted = [t for t in trajs if t.exit_status.value == "submitted"]
-            patch = submitted[0].patch if submitted else ""
-            f.write(json.dumps({"instance_id": iid, "model_name_or_path": model_name, "model_patch": patch}) + "\n")
-    (run_dir / ".predictions.jsonl.tmp").replace(run_dir / "predictions.jsonl")
+    per_task, predictions = {}, []
+    for iid, trajs in by_task.items():
+        trajs.sort(key=lambda t: t.episode_id)
+        c = sum(t.resolved for t in trajs)
+        per_task[iid] = {"episodes": len(trajs), "resolved": c,
+                         "exit_status": {s: sum(t.exit_status.value == s for t in trajs)
+                                         for s in sorted({t.exit_status.value for t in trajs})}}
+        submitted = [t for t in trajs if t.exit_status.value == "submitted"]
+        patch = submitted[0].patch if submitted else ""
+        predictions.append(json.dumps({"instance_id": iid, "model_name_or_path": model_name, "model_patch": patch}))
+    write_text_atomic(run_dir / "predictions.jsonl", "".join(line + "\n" for line in predictions))
     counts = [(v["episodes"], v["resolved"]) for v in per_task.values() if v["episodes"]]
     summary = {
         "tasks": len(per_task), "episodes": sum(e for e, _ in counts),

@@ -4,10 +4,10 @@ the viewer read them back)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Iterator
 
+from verl_swe.files import write_json_atomic
 from verl_swe.types import Trajectory
 
 
@@ -16,12 +16,7 @@ def trajectory_path(run_dir: Path, traj: Trajectory) -> Path:
 
 
 def save_trajectory(run_dir: Path, traj: Trajectory) -> Path:
-    path = trajectory_path(run_dir, traj)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(traj.to_dict(), ensure_ascii=False, indent=1))
-    os.replace(tmp, path)  # readers never see half a file
-    return path
+    return write_json_atomic(trajectory_path(run_dir, traj), traj.to_dict(), indent=1, ensure_ascii=False)
 
 
 def load_trajectories(run_dir: Path) -> Iterator[Trajectory]:

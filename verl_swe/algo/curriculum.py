@@ -4,10 +4,11 @@ drop tasks solved in >= 2/3 of their attempts and tasks never solved; 7,249 -> 2
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
+
+from verl_swe.files import write_json_atomic
 
 
 @dataclass
@@ -25,11 +26,7 @@ class SuccessCounts:
         return self.successes.get(instance_id, 0) / n if n else 0.0
 
     def save(self, path: Path) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps({"attempts": self.attempts, "successes": self.successes}, indent=1, sort_keys=True))
-        os.replace(tmp, path)
+        write_json_atomic(path, {"attempts": self.attempts, "successes": self.successes}, indent=1, sort_keys=True)
 
     @classmethod
     def load(cls, path: Path) -> "SuccessCounts":

@@ -77,7 +77,8 @@ def evaluate(
     log_dir: Optional[Path] = typer.Option(None, help="per-instance test logs and reports (default: next to --output)"),
 ):
     """Grade predictions in fresh sandboxes; exit 0 whenever grading ran, whatever was resolved."""
-    from verl_swe.reward.evaluate import PredictionsError, evaluate as run_evaluation, write_json_atomic
+    from verl_swe.files import write_json_atomic
+    from verl_swe.reward.evaluate import PredictionsError, evaluate as run_evaluation
 
     envs = _environments(backend, repos_dir, cache_dir)
     log_dir = log_dir or output.with_name(output.stem + "_logs")

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verl_swe.concurrency import bounded_gather
+from verl_swe.files import write_json_atomic
 from verl_swe.reward.grading import GradeResult, grade
 from verl_swe.tasks.environment import Environments
-from verl_swe.tasks.loader import RowError, read_tasks
+from verl_swe.tasks.loader import read_tasks
 
 
 class PredictionsError(ValueError):
@@ -71,13 +71,6 @@ class Report:
                 "unknown_predictions": self.unknown_predictions}
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
 async def evaluate(instances: str | Path, predictions: Path, envs: Environments, *, workers: int = 1,
                    timeout_s: float = 1800.0, log_dir: Path | None = None, progress: bool = False) -> Report:
     """Grade every prediction whose task is known; the other predictions and bad rows are reported."""
@@ -87,32 +80,16 @@ async def evaluate(instances: str | Path, predictions: Path, envs: Environments,
     report = Report(invalid_rows=[str(e) for e in row_errors],
                     unknown_predictions=sorted(set(preds) - set(by_id)))
     todo = [(by_id[i], preds[i]) for i in preds if i in by_id]
-    sem = asyncio.Semaphore(max(1, workers))
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(todo), desc="grading", unit="task")
 
     async def one(task, pred) -> None:
-        async with sem:
-            res: GradeResult = await grade(task, pred.get("model_patch"), envs, timeout_s=timeout_s, log_dir=log_dir)
+        res: GradeResult = await grade(task, pred.get("model_patch"), envs, timeout_s=timeout_s, log_dir=log_dir)
         entry = res.to_dict()
         entry["model_name_or_path"] = pred.get("model_name_or_path")
         entry["empty_patch"] = not (pred.get("model_patch") or "").strip()
         report.instances[task.instance_id] = entry
         if log_dir is not None:  # per instance as it finishes: an interrupted run keeps what it graded
             write_json_atomic(log_dir / task.instance_id / "report.json", entry)
-        if bar is not None:
-            bar.update(1)
 
-    try:
-        await asyncio.gather(*(one(t, p) for t, p in todo))
-    finally:
-        if bar is not None:
-            bar.close()
+    await bounded_gather((one(t, p) for t, p in todo), workers, "grading" if progress else None)
     report.instances = dict(sorted(report.instances.items()))
     return report
-
-
-__all__ = ["PredictionsError", "Report", "RowError", "evaluate", "read_predictions", "write_json_atomic"]

@@ -46,16 +46,12 @@ class GradeResult:
         return asdict(self)
 
 
-async def _run(box, cmd: str, timeout: float | None = None):
-    return await box.exec(cmd, timeout=timeout)
-
-
 async def _apply(box, patch_path: str) -> tuple[bool, str]:
     """git apply, then GNU patch with fuzz (what SWE-bench's harness falls back to)."""
-    r = await _run(box, f"git apply --whitespace=nowarn {patch_path}")
+    r = await box.exec(f"git apply --whitespace=nowarn {patch_path}")
     if r.exit_code == 0:
         return True, ""
-    r2 = await _run(box, f"patch --batch --fuzz=5 -p1 --no-backup-if-mismatch -i {patch_path}")
+    r2 = await box.exec(f"patch --batch --fuzz=5 -p1 --no-backup-if-mismatch -i {patch_path}")
     return r2.exit_code == 0, (r.output + r2.output)[-2000:]
 
 
@@ -98,21 +94,21 @@ async def _grade(task, patch, envs, timeout_s, log_dir, guard, result: GradeResu
         else:
             # The task's test files exactly as test_patch makes them, whatever the model patch did.
             files = " ".join(shlex.quote(f) for f in touched_files(task.test_patch))
-            restore = await _run(box, f"for f in {files}; do git checkout -q HEAD -- \"$f\" 2>/dev/null "
+            restore = await box.exec(f"for f in {files}; do git checkout -q HEAD -- \"$f\" 2>/dev/null "
                                       f"|| rm -rf -- \"$f\"; done")
             await box.write_file("/tmp/verl_swe_test.patch", task.test_patch)
-            r = await _run(box, "git apply --whitespace=nowarn /tmp/verl_swe_test.patch")
+            r = await box.exec("git apply --whitespace=nowarn /tmp/verl_swe_test.patch")
             if restore.exit_code != 0 or r.exit_code != 0:
                 result.error = f"the task's test_patch does not apply:\n{(restore.output + r.output)[-2000:]}"
                 return
             cmd = f"env {env} bash -c {shlex.quote(spec.test_cmd)}"
-        r = await _run(box, f"{cmd} > /tmp/verl_swe_test_output.txt 2>&1", timeout=timeout_s)
+        r = await box.exec(f"{cmd} > /tmp/verl_swe_test_output.txt 2>&1", timeout=timeout_s)
         result.test_duration_s = round(r.duration_s, 3)
         if r.timed_out:
             result.error = f"tests timed out after {timeout_s:g} s"
             return
         result.test_exit_code = r.exit_code
-        await _run(box, f"truncate -s \"<{MAX_LOG_BYTES}\" /tmp/verl_swe_test_output.txt")  # a runaway log
+        await box.exec(f"truncate -s \"<{MAX_LOG_BYTES}\" /tmp/verl_swe_test_output.txt")  # a runaway log
         output = (await box.read_bytes("/tmp/verl_swe_test_output.txt", timeout=300)).decode(errors="replace")
     with tempfile.TemporaryDirectory() as tmp:
         log = (log_dir / task.instance_id / "test_output.txt") if log_dir else Path(tmp) / "test_output.txt"

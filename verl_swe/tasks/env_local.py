@@ -7,6 +7,7 @@ import asyncio
 import logging
 import shutil
 import sys
+from functools import lru_cache
 
 from verl_swe.sandbox import open_sandbox
 from verl_swe.sandbox.config import Limits, LocalSandboxConfig
@@ -20,6 +21,7 @@ SYSTEM_PYTHON = "/usr/bin/python3"  # what sandboxes see of the host: /usr is mo
 BUILD_TIMEOUT_S = 1800.0
 
 
+@lru_cache(maxsize=1)  # one subprocess per process, not one per task prepared
 def _system_python() -> tuple[str, str]:
     import subprocess
 

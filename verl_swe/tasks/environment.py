@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterable, Literal
 
+from verl_swe.concurrency import bounded_gather
 from verl_swe.sandbox.config import DockerSandboxConfig, LocalSandboxConfig, parse_sandbox_config
 from verl_swe.tasks.env_plan import EnvBuildError
 from verl_swe.tasks.repos import RepoError, RepoStore, default_cache_dir
@@ -51,30 +52,15 @@ class Environments:
 
     async def build(self, tasks: Iterable[Task], workers: int = 2, progress: bool = False) -> dict[str, str | None]:
         """Prepare many tasks ahead of time; returns instance_id -> error message (None when ready)."""
-        tasks = list(tasks)
-        sem = asyncio.Semaphore(max(1, workers))
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(tasks), desc=f"environments ({self.backend})", unit="task")
-
         async def one(task: Task) -> tuple[str, str | None]:
-            async with sem:
-                try:
-                    await self.prepare(task)
-                    return task.instance_id, None
-                except (EnvBuildError, RepoError) as e:
-                    return task.instance_id, str(e)
-                finally:
-                    if bar is not None:
-                        bar.update(1)
+            try:
+                await self.prepare(task)
+                return task.instance_id, None
+            except (EnvBuildError, RepoError) as e:
+                return task.instance_id, str(e)
 
-        try:
-            return dict(await asyncio.gather(*(one(t) for t in tasks)))
-        finally:
-            if bar is not None:
-                bar.close()
+        desc = f"environments ({self.backend})" if progress else None
+        return dict(await bounded_gather((one(t) for t in tasks), workers, desc))
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import AsyncIterator, Iterator
 
 from verl_swe.tasks.schema import Task
-from verl_swe.tasks.snapshot import GitError, git, snapshot_commit, snapshot_directory
+from verl_swe.tasks.snapshot import GitError, snapshot_commit, snapshot_directory
 
 MINI_OWNER = "verl-swe-mini"
 
@@ -125,6 +125,3 @@ class RepoStore:
             tmp.rename(dest)
         return dest
 
-
-def head(repo: Path) -> str:
-    return git("rev-parse", "HEAD", cwd=repo)

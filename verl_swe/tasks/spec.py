@@ -22,8 +22,6 @@ DETERMINISTIC_ENV = {
     "PYTHONNOUSERSITE": "1",
     "PYTEST_ADDOPTS": "",
 }
-# swebench's rule for which files of a test patch are test files to run (its NON_TEST_EXTS).
-_NON_TEST_EXTS = (".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
 
 
 class SpecError(ValueError):
@@ -43,8 +41,10 @@ class TestSpec:
 
 def test_files(task: Task) -> list[str]:
     """The files of `test_patch` that hold tests, as swebench's get_test_directives picks them."""
+    from swebench.harness.constants import NON_TEST_EXTS
+
     files = [d.new_path for d in split_patch(task.test_patch) if d.new_path]
-    return [f for f in files if not f.endswith(_NON_TEST_EXTS)]
+    return [f for f in files if not f.endswith(tuple(NON_TEST_EXTS))]
 
 
 def make_test_spec(task: Task) -> TestSpec:
