@@ -50,10 +50,12 @@ class ShellTransport(Protocol):
 def supervisor_script(nonce: str, workdir: str) -> str:
     """The sandbox's long-lived command: a loop that (re)starts bash and says so on the stream."""
     wd = shlex.quote(workdir)
+    # The supervisor's own stderr goes nowhere: when it reaps a bash that was killed it reports
+    # "Killed", which would otherwise land in the next command's output. bash's stderr is its stdout.
     return (
-        f"mkdir -p {wd} 2>/dev/null; cd {wd} 2>/dev/null; "
+        f"exec 2>/dev/null; mkdir -p {wd}; cd {wd}; "
         f"while :; do sh -c 'printf \"{nonce}S %d\\n\" $$; exec bash --noprofile --norc 2>&1'; "
-        f"printf '{nonce}X %d\\n' $?; cd {wd} 2>/dev/null; done"
+        f"printf '{nonce}X %d\\n' $?; cd {wd}; done"
     )
 
 
