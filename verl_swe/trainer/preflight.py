@@ -33,12 +33,30 @@ def unknown_keys(config: DictConfig, reference: DictConfig, prefix: str = "") ->
         if path == "swe" or path == "hydra":
             continue
         if key not in reference.keys():  # keys(): `in` says False for a mandatory `???` value
-            out.append(path)
+            if key not in _dataclass_fields(reference):
+                out.append(path)
             continue
         sub, ref = config._get_node(key), reference._get_node(key)  # nodes: no interpolation, no `???` error
         if isinstance(sub, DictConfig) and isinstance(ref, DictConfig) and key not in FREE_FORM:
             out += unknown_keys(sub, ref, f"{path}.")
     return out
+
+
+def _dataclass_fields(reference: DictConfig) -> set[str]:
+    """Fields of the dataclass a config node builds (its `_target_`): verl's YAML omits some of them
+    (rollout.enable_sleep_mode, which the CPU pipeline sets), and `+key` is how users add them."""
+    import dataclasses
+    import importlib
+
+    target = reference.get("_target_") if "_target_" in reference.keys() else None
+    if not isinstance(target, str) or "." not in target:
+        return set()
+    module, _, name = target.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return set()
+    return {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
 
 
 def verl_reference() -> DictConfig:
