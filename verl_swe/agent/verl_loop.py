@@ -17,6 +17,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 from verl_swe.agent.config import AgentConfig
 from verl_swe.agent.llm import Sampling, VerlServerClient
 from verl_swe.agent.runner import AgentRunner
+from verl_swe.eval.metrics import episode_metrics
 from verl_swe.tasks import Task
 
 logger = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ class SWEAgentLoop(AgentLoopBase):
             prompt_ids=prompt_ids, response_ids=response_ids, response_mask=mask, response_logprobs=logprobs,
             reward_score=reward, num_turns=2 * traj.num_turns + 1,
             metrics=AgentLoopMetrics(generate_sequences=gen_s, tool_calls=tool_s),
-            extra_fields={"reward_extra_info": info, "swe_metrics": result.metrics},
+            extra_fields={"reward_extra_info": info, "swe_metrics": episode_metrics(traj)},
         )
 
     def _overlong(self, traj, mask: list[int]) -> tuple[float, list[int]]:

@@ -29,6 +29,7 @@ from verl.trainer.ppo.v1.replay_buffer import (
 )
 
 from verl_swe.algo.advantages import zero_advantage_groups
+from verl_swe.eval.metrics import batch_metrics, read_episode_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ class DropZeroAdvantageGroups(ReplayBuffer):
 
         stats: Counter = Counter()
         rewards: list[float] = []
+        episodes: list[dict] = []  # swe/ metrics of every rollout sampled, dropped ones too
         for attempt in range(self.max_resamples + 1):
             if attempt:
                 # Every group of the last batch was dropped. The trainer cannot run on an empty batch
@@ -68,6 +70,7 @@ class DropZeroAdvantageGroups(ReplayBuffer):
                 self.refill_fn(batch_size)
                 batch, more = super().sample(global_steps, partition_id, batch_size)
                 _accumulate_eviction_metrics(metrics, more, 0)
+            episodes.extend(read_episode_metrics(batch))
             batch, collapsed = self._drop(batch, stats, rewards)
             if collapsed:  # reward value -> groups dropped at it (verl logs it as a wandb table)
                 _accumulate_eviction_metrics(metrics, {DAPO_FILTERED_REWARD_COUNTS_KEY: collapsed}, 0)
@@ -90,6 +93,7 @@ class DropZeroAdvantageGroups(ReplayBuffer):
                 f"{prefix}/resampled_batches": attempt,
             }
         )
+        metrics.update(batch_metrics(episodes, stats["groups_kept"], stats["groups_kept"] + stats["groups_dropped"]))
         logger.info("zero-advantage drop: kept %d groups, dropped %d, resampled %d batches",
                     stats["groups_kept"], stats["groups_dropped"], attempt)
         return batch, metrics

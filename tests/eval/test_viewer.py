@@ -1,0 +1,91 @@
+"""`verl-swe view` in a real headless browser (Debian's chromium): the page loads from file://, filters,
+shows a trajectory, lists unreadable files, and never turns model output into markup."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from verl_swe.eval.viewer import reasoning_of
+from verl_swe.types import ExitStatus
+
+pytestmark = pytest.mark.browser
+MATRIX = {"astropy__astropy-1": [True, False], "django__django-2": [False, False]}
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        message = "chromium is not installed (scripts/setup.sh installs it)"
+        if os.environ.get("VERL_SWE_REQUIRE_BACKENDS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture
+def site(make_run, tmp_path):
+    run_dir = make_run(MATRIX, statuses={("django__django-2", 1): ExitStatus.MAX_TURNS})
+    (run_dir / "trajectories" / "django__django-2" / "django__django-2.9.json").write_text("{cut off")
+    r = subprocess.run([sys.executable, "-m", "verl_swe.cli", "view", run_dir, "--out", tmp_path / "site"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "django__django-2.9.json" in r.stderr and "4 trajectories" in r.stdout
+    return tmp_path / "site" / "index.html"
+
+
+def dom(chromium, page, hash_=""):
+    """The DOM after the page's scripts ran (virtual time: loads finish, nothing waits on the wall clock)."""
+    r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
+                        "--dump-dom", f"{page.as_uri()}{hash_}"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout
+
+
+def rows(html):
+    return re.findall(r'<tr data-id="\d+" class="row"><td><a [^>]*>([^<]+)</a></td><td>(\d+)</td>', html)
+
+
+def test_the_list_loads_and_names_unreadable_files(chromium, site):
+    html = dom(chromium, site)
+    assert sorted(rows(html)) == [("astropy__astropy-1", "0"), ("astropy__astropy-1", "1"),
+                                  ("django__django-2", "0"), ("django__django-2", "1")]
+    assert "4 of 4 shown" in html
+    assert re.search(r'<ul id="error-list"><li><code>[^<]*django__django-2\.9\.json</code>: JSONDecodeError', html)
+
+
+@pytest.mark.parametrize("hash_, expected", [
+    ("#resolved=1", [("astropy__astropy-1", "0")]),
+    ("#exit=max_turns", [("django__django-2", "1")]),
+    ("#repo=django%2Fdjango&resolved=0", [("django__django-2", "0"), ("django__django-2", "1")]),
+    ("#q=ASTROPY", [("astropy__astropy-1", "0"), ("astropy__astropy-1", "1")]),
+])
+def test_filters(chromium, site, hash_, expected):
+    assert sorted(rows(dom(chromium, site, hash_))) == expected
+
+
+def test_a_trajectory_shows_its_turns_patch_and_test_report(chromium, site):
+    html = dom(chromium, site, "#traj=0")  # the first file: astropy__astropy-1.0, resolved
+    assert '<h2 id="title">astropy__astropy-1 · astropy__astropy-1.0</h2>' in html
+    assert len(re.findall(r'<div class="turn[^"]*" data-turn="\d+">', html)) == 3
+    assert "<h3>Turn 1 · bash</h3>" in html and "<pre>grep -rn 'def parse' src</pre>" in html
+    assert "31 generated tokens · 17 observation tokens" in html and "Turn 2 · format error" in html
+    assert '<span class="add">+new 0\n</span>' in html
+    assert '<li class="yes">pass tests/test_app.py::test_parse</li>' in html
+
+
+def test_model_output_stays_text(chromium, site):
+    html = dom(chromium, site, "#traj=0")
+    # The hostile text is shown, escaped, in the task, the reasoning and the observation...
+    assert html.count("&lt;/script&gt;&lt;script&gt;document.title=\"pwned\"") == 3
+    # ...and none of it ran or became an element.
+    assert "<title>verl-swe trajectories</title>" in html and "<img" not in html
+
+
+def test_reasoning_is_the_turn_without_its_action():
+    assert reasoning_of("Look first.\n```command\nls\n```") == "Look first."
+    assert reasoning_of('Hm.\n<tool_call>{"name": "bash"}</tool_call>') == "Hm."

@@ -1,0 +1,166 @@
+"""`verl-swe eval` (paper 1.8: Pass@1 over runs +- SEM, Pass@k, per repository), `verl-swe view` (a static
+trajectory viewer) and `verl-swe plot-training` (PNG curves from verl's file logger).
+
+`eval` is `verl-swe rollout` with runs = episodes per task, then the report: RUN_DIR/report.json,
+RUN_DIR/predictions/run_<r>.jsonl (swebench format, one file per run) and RUN_DIR/plots/*.png. Rerunning
+it into the same RUN_DIR runs only the missing episodes (with more --runs too), then reports again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def served_model(endpoint: str) -> str:
+    """The model an OpenAI-compatible server serves (`GET /v1/models`, as `vllm serve` answers it)."""
+    import httpx
+
+    base = endpoint.rstrip("/")
+    url = base + ("/models" if base.endswith("/v1") else "/v1/models")
+    try:
+        models = httpx.get(url, timeout=30).raise_for_status().json()["data"]
+        return models[0]["id"]
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as e:
+        raise typer.BadParameter(f"could not read the served model from {url} ({type(e).__name__}: {e}); "
+                                 "pass --model", param_hint="--model") from None
+
+
+def eval_cmd(
+    instances: str = typer.Option(..., help="tasks: .jsonl/.json/.parquet file or a hub dataset name[:split]"),
+    out: Path = typer.Option(..., help="run directory (resumable): trajectories/, report.json, predictions/, plots"),
+    endpoint: Optional[str] = typer.Option(None, help="OpenAI-compatible server URL (vllm serve), or 'local'"),
+    model: Optional[str] = typer.Option(None, help="served model name (default: what /v1/models lists); its tokenizer"),
+    tokenizer: Optional[str] = typer.Option(None, help="tokenizer name or path, if not the model's"),
+    runs: int = typer.Option(10, min=1, help="runs = episodes per task (paper: 10)"),
+    workers: int = typer.Option(4, min=1, help="episodes at once"),
+    backend: str = typer.Option("docker", help="docker or local"),
+    tool_set: str = typer.Option("paper", help="paper (```command blocks) or native (tool calls)"),
+    max_turns: int = typer.Option(40, min=1),
+    context_tokens: int = typer.Option(65_536, min=64),
+    max_new_tokens: int = typer.Option(4_096, min=1),
+    temperature: float = typer.Option(1.0, min=0.0),
+    repos_dir: Optional[Path] = typer.Option(None, help="directory of owner__name git clones"),
+    cache_dir: Optional[Path] = typer.Option(None, help="environment cache (default $VERL_SWE_CACHE)"),
+    subset: Optional[int] = typer.Option(None, min=1, help="a fixed random subset of this many tasks (paper: 50)"),
+    subset_seed: int = typer.Option(0, help="seed of --subset: the same tasks every time"),
+    instance_ids: Optional[List[str]] = typer.Option(None, "--instance-id", help="only these tasks (repeatable)"),
+    report_only: bool = typer.Option(False, help="run no episodes: report what RUN_DIR holds"),
+):
+    """Evaluate a served model: N runs over the tasks, graded; Pass@1 +- SEM, Pass@k, per repository."""
+    from verl_swe.eval.runs import subset_ids
+    from verl_swe.tasks import read_tasks
+    from verl_swe.tasks.loader import select
+
+    tasks, errors = read_tasks(instances)
+    for e in errors:
+        err_console.print(f"[yellow]skipped malformed row[/] {e}")
+    try:
+        tasks = select(tasks, instance_ids)
+    except KeyError as e:
+        raise typer.BadParameter(str(e), param_hint="--instance-id") from None
+    if subset:
+        chosen = set(subset_ids([t.instance_id for t in tasks], subset, subset_seed))
+        tasks = [t for t in tasks if t.instance_id in chosen]
+    if not tasks:
+        raise typer.BadParameter(f"no tasks to evaluate in {instances}", param_hint="--instances")
+    ids = [t.instance_id for t in tasks]
+
+    if not report_only:
+        if endpoint is None:
+            raise typer.BadParameter("needed unless --report-only", param_hint="--endpoint")
+        model = model or (served_model(endpoint) if endpoint != "local" else None)
+        if model is None:
+            raise typer.BadParameter("--endpoint local needs --model", param_hint="--model")
+        from verl_swe.cli.agent import rollout
+
+        # The same agent loop, resumable store and grading as `verl-swe rollout`: episode r of a task is run r.
+        rollout(instances=instances, endpoint=endpoint, model=model, tokenizer=tokenizer, n=runs, out=out,
+                backend=backend, workers=workers, tool_set=tool_set, max_turns=max_turns,
+                context_tokens=context_tokens, max_new_tokens=max_new_tokens, temperature=temperature,
+                repos_dir=repos_dir, cache_dir=cache_dir, instance_ids=ids)
+    report(out, {t.instance_id: t.repo for t in tasks}, runs, model or "verl-swe",
+           {"subset": subset, "subset_seed": subset_seed, "instances": instances} if subset else None)
+
+
+def report(out: Path, repos: dict[str, str], runs: int, model_name: str, subset: dict | None = None) -> dict:
+    from verl_swe.eval.plots import plot_eval
+    from verl_swe.eval.report import build_report, write_predictions, write_report
+    from verl_swe.eval.runs import RunDirError, read_run
+
+    try:
+        run = read_run(out)
+    except RunDirError as e:
+        err_console.print(f"[red]{e}[/]")
+        raise typer.Exit(2) from None
+    for e in run.errors:
+        err_console.print(f"[yellow]unreadable trajectory[/] {e}")
+    result = build_report(run, repos, runs)
+    if subset:
+        result["subset"] = {**subset, "instance_ids": sorted(repos)}
+    write_report(result, out / "report.json")
+    write_predictions(run, list(repos), runs, out / "predictions", model_name)
+    plot_eval(result, out / "plots")
+    console.print(report_table(result))
+    if result["missing_episodes"]:
+        err_console.print(f"[yellow]{result['missing_episodes']} episodes missing[/] (counted unresolved); "
+                          "rerun the same command to finish them")
+    console.print(f"report: {out / 'report.json'}   predictions: {out / 'predictions'}/run_<r>.jsonl   "
+                  f"plots: {out / 'plots'}   viewer: verl-swe view {out}")
+    return result
+
+
+def report_table(r: dict) -> Table:
+    pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
+    t = Table(title=f"{r['tasks']} tasks x {r['runs']} runs: Pass@1 {pct(r['pass@1'])} +- {pct(r['pass@1_sem'])} "
+                    f"(SEM), Pass@{r['runs']} {pct(r['pass@k'][str(r['runs'])])}")
+    for col in ("repository", "tasks", "Pass@1", "+- SEM", f"Pass@{r['runs']}"):
+        t.add_column(col, justify="left" if col == "repository" else "right")
+    for repo, row in r["per_repo"].items():
+        t.add_row(repo, str(row["tasks"]), pct(row["pass@1"]), pct(row["pass@1_sem"]), pct(row[f"pass@{r['runs']}"]))
+    t.caption = ("exit status: " + ", ".join(f"{k} {v}" for k, v in r["exit_status"].items())
+                 + f"; submit rate {pct(r['submit_rate'])}%, mean turns {r['mean_turns']:.1f}")
+    return t
+
+
+def view(
+    run_dir: Path = typer.Argument(..., help="a run directory (verl-swe eval/rollout --out, or a trajectory_dir)"),
+    out: Optional[Path] = typer.Option(None, help="site folder (default RUN_DIR/site)"),
+):
+    """Write a static HTML viewer of a run's trajectories (open its index.html in a browser)."""
+    from verl_swe.eval.runs import RunDirError
+    from verl_swe.eval.viewer import build_site
+
+    try:
+        index = build_site(run_dir, out)
+    except RunDirError as e:
+        err_console.print(f"[red]{e}[/]")
+        raise typer.Exit(2) from None
+    listing = json.loads((index.parent / "data" / "index.js").read_text().split("=", 1)[1].rstrip().rstrip(";"))
+    for e in listing["errors"]:
+        err_console.print(f"[yellow]unreadable[/] {e['path']}: {e['reason']}")
+    console.print(f"{len(listing['rows'])} trajectories: {index}")
+
+
+def plot_training(
+    metrics: Path = typer.Argument(..., help="verl's file-logger JSONL ($VERL_FILE_LOGGER_PATH)"),
+    out: Path = typer.Option(Path("plots"), help="folder for the PNGs"),
+):
+    """PNG training curves: reward, validation Pass@1, groups kept, turns, submit rate, log-prob mismatch."""
+    from verl_swe.eval.plots import plot_training as draw
+
+    if not metrics.is_file():
+        err_console.print(f"[red]{metrics}: no such metrics file[/]")
+        raise typer.Exit(2)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    for path in draw(metrics, out):
+        console.print(str(path))

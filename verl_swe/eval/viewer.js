@@ -1,0 +1,150 @@
+// verl-swe view: the viewer's code (see viewer.html). Model output is only ever set as textContent.
+"use strict";
+const INDEX = window.VERL_SWE_INDEX || {rows: [], errors: [{path: "data/index.js", reason: "missing: rebuild with verl-swe view"}]};
+const byId = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  // Builds DOM from text: every string child becomes a text node, so model output cannot become markup.
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") node.className = v; else if (k === "text") node.textContent = v; else node.setAttribute(k, v);
+  }
+  for (const c of children) if (c !== null && c !== undefined) node.append(c instanceof Node ? c : String(c));
+  return node;
+}
+
+function state() { return new URLSearchParams(location.hash.slice(1)); }
+function setState(changes) {
+  const s = state();
+  for (const [k, v] of Object.entries(changes)) { if (v === "" || v === null) s.delete(k); else s.set(k, v); }
+  location.hash = s.toString();
+}
+
+function pct(x) { return (100 * x).toFixed(1); }
+
+function renderSummary() {
+  const box = byId("summary"), rows = INDEX.rows, r = INDEX.report;
+  box.append(el("span", {text: INDEX.run_dir || ""}), el("span", {text: `${rows.length} trajectories`}),
+             el("span", {text: `${rows.filter((x) => x.resolved).length} resolved`}));
+  if (r) {
+    box.append(el("span", {id: "pass1", text: `Pass@1 ${pct(r["pass@1"])} ± ${pct(r["pass@1_sem"])} (${r.runs} runs, ${r.tasks} tasks)`}),
+               el("span", {text: `Pass@${r.runs} ${pct(r["pass@k"][String(r.runs)])}`}));
+  }
+  const errors = byId("errors");
+  if (INDEX.errors.length) {
+    errors.append(el("strong", {text: `${INDEX.errors.length} file(s) could not be read; the rest are shown:`}));
+    const ul = el("ul", {id: "error-list"});
+    for (const e of INDEX.errors) ul.append(el("li", {}, el("code", {text: e.path}), ": ", e.reason));
+    errors.append(ul);
+  }
+}
+
+function fillSelect(id, values) {
+  const sel = byId(id);
+  for (const v of [...new Set(values)].sort()) sel.append(el("option", {value: v, text: v}));
+  sel.addEventListener("change", () => setState({[sel.dataset.key]: sel.value}));
+}
+
+function renderList() {
+  const s = state(), f = {resolved: s.get("resolved") || "", exit: s.get("exit") || "", repo: s.get("repo") || "",
+                          q: (s.get("q") || "").toLowerCase()};
+  byId("f-resolved").value = f.resolved; byId("f-exit").value = f.exit; byId("f-repo").value = f.repo;
+  if (byId("f-q").value.toLowerCase() !== f.q) byId("f-q").value = s.get("q") || "";
+  const shown = INDEX.rows.filter((r) =>
+    (f.resolved === "" || String(Number(r.resolved)) === f.resolved) && (f.exit === "" || r.exit_status === f.exit) &&
+    (f.repo === "" || r.repo === f.repo) && (f.q === "" || r.instance_id.toLowerCase().includes(f.q)));
+  const body = byId("rows");
+  body.replaceChildren(...shown.map((r) => {
+    const tr = el("tr", {"data-id": r.id, class: "row"},
+      el("td", {}, el("a", {href: "#" + new URLSearchParams({...Object.fromEntries(s), traj: r.id}), text: r.instance_id})),
+      el("td", {text: r.run === null ? r.episode_id : r.run}), el("td", {text: r.repo}),
+      el("td", {class: r.resolved ? "yes" : "no", text: r.resolved ? "yes" : "no"}),
+      el("td", {class: "status", text: r.exit_status}), el("td", {text: r.turns}), el("td", {text: r.reward}),
+      el("td", {text: r.generated_tokens}), el("td", {text: r.patch_lines}));
+    tr.addEventListener("click", (ev) => { if (ev.target.tagName !== "A") setState({traj: r.id}); });
+    return tr;
+  }));
+  byId("count").textContent = `${shown.length} of ${INDEX.rows.length} shown`;
+}
+
+function nodes(...xs) { return xs.filter((x) => x !== null && x !== undefined); }  // DOM append() would print "null"
+
+function block(label, text, cls) {
+  if (text === null || text === undefined || text === "") return null;
+  return el("div", {class: cls || ""}, el("div", {class: "label", text: label}), el("pre", {text: String(text)}));
+}
+
+function diff(patch) {
+  const pre = el("pre", {id: "patch"});
+  for (const line of patch.replace(/\n$/, "").split("\n")) {
+    const cls = line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del"
+              : line.startsWith("@@") ? "hunk" : "";
+    pre.append(el("span", {class: cls, text: line + "\n"}));
+  }
+  return pre;
+}
+
+function testReport(grade) {
+  if (!grade) return el("p", {id: "test-report", text: "Not graded (the episode did not submit)."});
+  const box = el("div", {id: "test-report"},
+    el("p", {}, "resolved: ", el("span", {class: grade.resolved ? "yes" : "no", text: grade.resolved ? "yes" : "no"}),
+       `, patch applied: ${grade.patch_applied}, test exit code: ${grade.test_exit_code}`));
+  for (const [kind, res] of Object.entries(grade.tests_status || {})) {
+    const ul = el("ul");
+    for (const t of res.failure || []) ul.append(el("li", {class: "no"}, "FAIL ", t));
+    for (const t of res.success || []) ul.append(el("li", {class: "yes"}, "pass ", t));
+    box.append(el("div", {class: "label", text: `${kind}: ${(res.success || []).length} passed, ${(res.failure || []).length} failed`}), ul);
+  }
+  const dropped = Object.entries(grade.dropped_files || {});
+  if (dropped.length) box.append(block("files the patch guard dropped", dropped.map(([p, why]) => `${p}: ${why}`).join("\n")));
+  box.append(...nodes(block("grading error", grade.error), block("test log", grade.log_path)));
+  return box;
+}
+
+function renderDetail(t) {
+  const s = state(); s.delete("traj");
+  const d = byId("detail");
+  const turns = t.turns.map((u) => el("div", {class: "turn" + (u.format_error ? " format-error" : ""), "data-turn": u.index}, ...nodes(
+    el("h3", {text: `Turn ${u.index + 1}` + (u.tool ? ` · ${u.tool}` : "") + (u.format_error ? " · format error" : "")}),
+    el("div", {class: "meta", text: `${u.generated_tokens} generated tokens · ${u.observation_tokens} observation tokens · ` +
+      `stop: ${u.stop_reason} · model ${u.generation_s}s · tool ${u.tool_s}s`}),
+    u.command === null ? null : block("reasoning", u.reasoning, "reasoning"),
+    u.command === null ? block("response (no valid action)", u.assistant, "command") : block("command", u.command, "command"),
+    block("observation", u.observation, "observation"))));
+  d.replaceChildren(...nodes(
+    el("p", {}, el("a", {href: "#" + s.toString(), id: "back", text: "← back to the list"})),
+    el("h2", {id: "title", text: `${t.instance_id} · ${t.episode_id}`}),
+    el("p", {}, "resolved: ", el("span", {class: t.resolved ? "yes" : "no", text: t.resolved ? "yes" : "no"}),
+       ` · exit status: `, el("span", {class: "status", id: "exit-status", text: t.exit_status}),
+       ` · ${t.turns.length} turns · reward ${t.reward} (turn penalty ${t.turn_penalty})` +
+       ` · ${t.prompt_tokens} prompt + ${t.response_tokens} response tokens (${t.generated_tokens} generated)`),
+    block("error", t.error),
+    el("details", {}, el("summary", {text: "task"}), el("pre", {text: t.task})),
+    el("details", {}, el("summary", {text: "system prompt"}), el("pre", {text: t.system})),
+    el("div", {id: "turns"}, ...turns),
+    el("h3", {text: "Final patch"}), t.patch ? diff(t.patch) : el("p", {id: "patch", text: "(empty)"}),
+    el("h3", {text: "Test report"}), testReport(t.grade),
+    el("details", {}, el("summary", {text: "metadata"}), el("pre", {text: JSON.stringify({metadata: t.metadata, timings: t.timings}, null, 1)}))));
+  byId("list").hidden = true; d.hidden = false;
+}
+
+window.VERL_SWE_TRAJ = (t) => { if (String(state().get("traj")) === String(t.id)) renderDetail(t); };
+
+function route() {
+  const id = state().get("traj");
+  if (id === null) { byId("detail").hidden = true; byId("list").hidden = false; renderList(); return; }
+  if (!/^\d+$/.test(id)) return;
+  const d = byId("detail"); d.replaceChildren(el("p", {text: "loading…"})); d.hidden = false; byId("list").hidden = true;
+  const script = el("script", {src: `data/t/${id}.js`});
+  script.onerror = () => d.replaceChildren(el("p", {class: "no", text: `data/t/${id}.js could not be loaded`}));
+  document.body.append(script);
+}
+
+byId("f-resolved").dataset.key = "resolved"; byId("f-exit").dataset.key = "exit"; byId("f-repo").dataset.key = "repo";
+byId("f-resolved").addEventListener("change", (e) => setState({resolved: e.target.value}));
+fillSelect("f-exit", INDEX.rows.map((r) => r.exit_status));
+fillSelect("f-repo", INDEX.rows.map((r) => r.repo));
+byId("f-q").addEventListener("input", (e) => setState({q: e.target.value}));
+renderSummary();
+window.addEventListener("hashchange", route);
+route();
