@@ -2,7 +2,7 @@
 # The paper's RFT on Qwen2.5-72B-Instruct: verl's SFT trainer (torchrun) on `verl-swe rft build` parquet.
 #   RFT_TRAIN_FILES=sft.parquet NNODES=16 NODE_RANK=$i MASTER_ADDR=host0 bash recipes/run_rft_qwen72b.sh [overrides]
 #   bash recipes/run_rft_qwen72b.sh --cfg job        print the composed config, start nothing
-# Values and their sources: verl_swe/trainer/config/rft_qwen72b.yaml.
+# Values and their sources: verl_swe/trainer/config/rft.yaml (rft_qwen72b.yaml selects them).
 set -euo pipefail
 CONFIG_DIR=$(python -c "import importlib.resources as r; print(r.files('verl_swe.trainer') / 'config')")
 ARGS=(--config-path "$CONFIG_DIR" --config-name rft_qwen72b)

@@ -11,6 +11,7 @@ command -v dockerd >/dev/null || need_apt+=(docker.io)
 command -v bwrap >/dev/null || need_apt+=(bubblewrap)
 command -v debootstrap >/dev/null || need_apt+=(debootstrap)
 command -v nsenter >/dev/null || need_apt+=(util-linux)
+command -v chromium >/dev/null || need_apt+=(chromium)  # the trajectory viewer's browser tests
 if ((${#need_apt[@]})); then
   echo "[setup] apt-get install ${need_apt[*]}"
   $SUDO apt-get update -qq

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import functools
 import glob
-import importlib.abc
 import importlib.util
 import os
-import sys
 import types
 from contextlib import contextmanager
 from datetime import timedelta
@@ -28,6 +26,8 @@ from datetime import timedelta
 import torch
 
 from verl.plugin.platform import PlatformBase, PlatformRegistry
+
+from verl_swe.import_hooks import after_import
 
 # Device nodes exist even in a process that cannot see the device (a CPU-only Ray actor has
 # CUDA_VISIBLE_DEVICES=""), where torch.cuda.is_available() is False.
@@ -130,38 +130,6 @@ class PlatformCPU(PlatformBase):
         return None
 
 
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Calls `callback(module)` right after the module `name` executes (Python has no post-import hook).
-
-    Lets us patch verl modules without importing them at `import verl` (heavy, and circular there)."""
-
-    def __init__(self, name: str, callback):
-        self.name, self.callback = name, callback
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != self.name:
-            return None
-        for finder in sys.meta_path:
-            spec = None if finder is self else finder.find_spec(fullname, path, target)
-            if spec is not None and spec.loader is not None:
-                exec_module = spec.loader.exec_module
-
-                def exec_then_call(module):
-                    exec_module(module)
-                    self.callback(module)
-
-                spec.loader.exec_module = exec_then_call
-                return spec
-        return None
-
-
-def _after_import(name: str, callback) -> None:
-    if name in sys.modules:
-        callback(sys.modules[name])
-    else:
-        sys.meta_path.insert(0, _AfterImport(name, callback))
-
-
 def _use_gloo(distributed) -> None:
     """verl's backend `cpu:gloo,{device}:{backend}` is `cpu:gloo,cpu:gloo` here, which torch rejects with
     "Duplicate device type cpu" (obstacle 4): on the cpu platform init plain gloo instead. Patched before
@@ -204,8 +172,8 @@ def _register_fsdp_engines(transformer_impl) -> None:
                 EngineRegistry.register(model_type=model_type, backend=backend, device="cpu")(engine_cls)
 
 
-_after_import("verl.utils.distributed", _use_gloo)
-_after_import("verl.workers.engine.fsdp.transformer_impl", _register_fsdp_engines)
+after_import("verl.utils.distributed", _use_gloo)
+after_import("verl.workers.engine.fsdp.transformer_impl", _register_fsdp_engines)
 
 
 def _keep_vllm_cpu_weights(utils) -> None:
@@ -225,4 +193,4 @@ def _keep_vllm_cpu_weights(utils) -> None:
 
 
 if not _accelerator_present():
-    _after_import("vllm.model_executor.layers.utils", _keep_vllm_cpu_weights)
+    after_import("vllm.model_executor.layers.utils", _keep_vllm_cpu_weights)

@@ -49,7 +49,7 @@ async def test_submitted(chat):
     t = res.trajectory
     assert t.exit_status == ExitStatus.SUBMITTED and t.resolved and t.reward == 1.0 and env.closed == 1
     assert [turn.action.tool for turn in t.turns] == ["bash", "submit"] and env.finished_with is True
-    assert res.metrics["swe/exit/submitted"] == 1.0 and res.metrics["swe/num_turns"] == 2.0
+    assert res.trajectory.exit_status == ExitStatus.SUBMITTED and res.trajectory.num_turns == 2
 
 
 async def test_max_turns_gets_the_full_penalty(chat):

@@ -48,6 +48,8 @@ async def test_a_dataset_row_becomes_a_scored_agent_loop_output(session_backend,
     info = out.extra_fields["reward_extra_info"]
     assert info["resolved"] == 1.0 and info["exit_status"] == "submitted" and info["num_turns"] == len(ORACLE)
     assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
+    # the weight version every turn was sampled with: verl's trainer reads both keys of every sample
+    assert out.extra_fields["min_global_steps"] == out.extra_fields["max_global_steps"] == 1
     assert [t for t, m in zip(out.response_ids, out.response_mask) if m] == llm.generated
     sent = loop.server_manager.sampling_params[0]
     assert sent["logprobs"] is True and sent["temperature"] == 1.0 and sent["max_tokens"] == 4096

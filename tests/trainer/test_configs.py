@@ -26,6 +26,9 @@ def test_stage1_has_the_papers_values():
     assert c.data.max_prompt_length + c.data.max_response_length == 65536 == c.swe.agent.limits.context_tokens
     assert (a.clip_ratio_low, a.clip_ratio_high) == (0.2, 0.3) and a.policy_loss.loss_mode == "swe_dapo"
     assert a.loss_agg_mode == "token-mean" and not a.use_kl_loss and a.entropy_coeff == 0 and a.ppo_epochs == 1
+    # YaRN x2 takes Qwen2.5's 32k positions to the 65k context, in the trainer and in vLLM alike (P1 App. C)
+    yarn = c.actor_rollout_ref.model.override_config.rope_scaling
+    assert (yarn.type, yarn.factor) == ("yarn", 2.0) and r.engine_kwargs.vllm.hf_overrides.rope_scaling == yarn
     assert a.optim.lr == 1e-6 and a.optim.weight_decay == 0.1 and a.optim.clip_grad == 1.0
     assert (r.temperature, r.top_p, r.top_k) == (1.0, 1.0, -1) and r.engine_kwargs.vllm.generation_config == "vllm"
     assert c.swe.agent.limits.max_turns == 40 and c.swe.agent.limits.penalty_threshold == 10
@@ -99,7 +102,7 @@ def test_agent_loop_yaml_is_written_from_the_swe_section(tmp_path):
     assert entry.name == "swe_agent" and entry._target_ == "verl_swe.agent.verl_loop.SWEAgentLoop"
     cfg = AgentConfig.model_validate({k: v for k, v in OmegaConf.to_container(entry).items()
                                       if k not in ("name", "_target_")})
-    assert cfg.limits.max_turns == 80 and cfg.trajectory_dir == tmp_path / "trajectories"
+    assert cfg.limits.max_turns == 80 and cfg.trajectory_dir == tmp_path
 
 
 def test_recipe_prints_the_composed_config_and_starts_nothing():
@@ -121,3 +124,21 @@ def test_the_alternatives_are_one_line_away():
     # verl's token-level TIS, and the overlong options
     preflight(config("swe_dapo_qwen72b", "algorithm.rollout_correction.rollout_is=token",
                      "swe.agent.overlong.mask_truncated=true", "swe.agent.overlong.soft_penalty_cache_tokens=4096"))
+
+
+def test_the_tiny_cpu_recipe_keeps_the_algorithm_and_passes_the_preflight(tmp_path):
+    from verl_swe.tasks import load_tasks
+    from verl_swe.tasks.repos import mini_dir
+    from verl_swe.tasks.rl_data import write_rl_parquet
+
+    data = write_rl_parquet(load_tasks(mini_dir() / "tasks.jsonl"), tmp_path / "train.parquet")
+    c = config("swe_dapo_tiny_cpu", f"data.train_files={data}", "actor_rollout_ref.model.path=/no/such/model")
+    a, r, big = c.actor_rollout_ref.actor, c.actor_rollout_ref.rollout, config("swe_dapo_qwen72b")
+    assert a.policy_loss.loss_mode == "swe_dapo" and (a.clip_ratio_low, a.clip_ratio_high) == (0.2, 0.3)
+    assert c.trainer.v1.sampler.custom_sampler == big.trainer.v1.sampler.custom_sampler  # same group drop
+    assert (r.temperature, r.top_p, r.top_k) == (1.0, 1.0, -1) and c.algorithm == big.algorithm
+    # the CPU settings of ../shared/docs/cpu-e2e.md
+    assert c.trainer.device == "cpu" and not r.enable_sleep_mode and c.ray_kwargs.ray_init.num_gpus == 1
+    assert c.actor_rollout_ref.model.override_config == {"attn_implementation": "sdpa"}  # no YaRN, no flash-attn
+    assert c.swe.agent.limits.context_tokens == c.data.max_prompt_length + c.data.max_response_length == r.max_model_len
+    preflight(c)  # enable_sleep_mode is a field of verl's RolloutConfig, not a typo

@@ -8,7 +8,7 @@ import asyncio
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from verl_swe.agent.env import AgentEnv
 from verl_swe.agent.llm import LLMClient, Sampling
@@ -48,7 +48,6 @@ class EpisodeResult:
     response_ids: list[int]
     response_mask: list[int]
     response_logprobs: list[float]
-    metrics: dict[str, float] = field(default_factory=dict)
 
 
 def truncate_middle(text: str, head: int, tail: int) -> str:
@@ -87,7 +86,9 @@ async def run_episode(env: AgentEnv, tools: ToolSet, llm: LLMClient, chat: ChatT
         traj.timings["episode_s"] = round(time.monotonic() - started, 3)
         if cancelled is None and traj.exit_status != ExitStatus.SANDBOX_ERROR:
             try:
+                grading_started = time.monotonic()
                 outcome = await env.finish(submitted)
+                traj.timings["grade_s"] = round(time.monotonic() - grading_started, 3)
                 traj.patch, traj.resolved, traj.grade = outcome.patch, outcome.resolved, outcome.grade
                 traj.error = traj.error or outcome.error
             except Exception as e:  # noqa: BLE001 - a grader fault costs this reward, not the worker
@@ -103,7 +104,7 @@ async def run_episode(env: AgentEnv, tools: ToolSet, llm: LLMClient, chat: ChatT
     trace = trace or TokenTrace([])
     traj.prompt_tokens, traj.response_tokens = len(trace.prompt_ids), len(trace.mask)
     traj.generated_tokens = sum(trace.mask)
-    return EpisodeResult(traj, trace.prompt_ids, trace.response_ids, trace.mask, trace.logprobs, _metrics(traj))
+    return EpisodeResult(traj, trace.prompt_ids, trace.response_ids, trace.mask, trace.logprobs)
 
 
 async def _loop(env, tools, llm, chat, limits, sampling, traj, trace) -> tuple[ExitStatus, bool]:
@@ -171,19 +172,3 @@ def _with_max(sampling: Sampling, max_tokens: int) -> Sampling:
     from dataclasses import replace
 
     return replace(sampling, max_tokens=max_tokens)
-
-
-def _metrics(traj: Trajectory) -> dict[str, float]:
-    """Flat, `swe/`-prefixed, one value per episode (averaged by whoever logs them)."""
-    m = {f"swe/exit/{s.value}": float(traj.exit_status == s) for s in ExitStatus}
-    m.update({
-        "swe/num_turns": float(traj.num_turns),
-        "swe/resolved": float(traj.resolved),
-        "swe/reward": traj.reward,
-        "swe/turn_penalty": traj.turn_penalty,
-        "swe/format_error_turns": float(sum(t.format_error for t in traj.turns)),
-        "swe/patch_chars": float(len(traj.patch)),
-        "swe/error": float(traj.error is not None),
-        "swe/episode_s": traj.timings.get("total_s", 0.0),
-    })
-    return m

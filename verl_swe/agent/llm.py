@@ -47,13 +47,22 @@ class LLMClient(Protocol):
 class VerlServerClient:
     """verl's `LLMServerClient` (the server manager the agent loop worker passes in)."""
 
+    last_weight_version = 0  # the newest this process has seen: for an episode that never reached the model
+
     def __init__(self, server_manager: Any, base_params: dict[str, Any] | None = None):
         self.server = server_manager
         self.base = dict(base_params or {})  # verl's per-batch sampling params (temperature, logprobs, ...)
+        # The weight versions (verl's global steps) the episode's turns were sampled with: verl's trainer
+        # reads them from the output's extra_fields (min_global_steps / max_global_steps) for staleness metrics.
+        self.weight_versions: list[int] = []
 
     async def generate(self, prompt_ids: list[int], sampling: Sampling, request_id: str) -> Generation:
         params = {**self.base, **sampling.as_dict()}
         out = await self.server.generate(request_id=request_id, prompt_ids=prompt_ids, sampling_params=params)
+        extra = getattr(out, "extra_fields", None) or {}
+        self.weight_versions += [v for v in (extra.get("min_global_steps"), extra.get("max_global_steps")) if v is not None]
+        if self.weight_versions:
+            VerlServerClient.last_weight_version = self.weight_versions[-1]
         reason: StopReason = "aborted" if out.stop_reason == "aborted" else (
             "length" if len(out.token_ids) >= sampling.max_tokens else "stop")
         return Generation(list(out.token_ids), list(out.log_probs) if out.log_probs is not None else None, reason)

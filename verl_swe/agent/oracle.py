@@ -71,3 +71,16 @@ class OraclePolicy:
         turn = int(request_id.rsplit("-", 1)[1])  # run_episode names requests "<episode>-<turn>"
         ids = self.replies[min(turn, len(self.replies) - 1)][: sampling.max_tokens]
         return Generation(ids, [0.0] * len(ids), "stop" if len(ids) and ids[-1] == self.replies[0][-1] else "length")
+
+
+class OracleForTasks:
+    """The oracle as one LLMClient for many tasks (a rollout over a task list): each request goes to the
+    policy of its task, read from the request id `<instance_id>.<i>-<turn>` that rollout() and
+    run_episode() give it."""
+
+    def __init__(self, tokenizer, end_of_turn_id: int, tasks: list[Task]):
+        self.policies = {t.instance_id: OraclePolicy(tokenizer, end_of_turn_id, t) for t in tasks}
+
+    async def generate(self, prompt_ids: list[int], sampling: Sampling, request_id: str) -> Generation:
+        instance_id = request_id.rsplit("-", 1)[0].rsplit(".", 1)[0]
+        return await self.policies[instance_id].generate(prompt_ids, sampling, request_id)

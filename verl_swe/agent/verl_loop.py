@@ -82,8 +82,15 @@ class SWEAgentLoop(AgentLoopBase):
             prompt_ids=prompt_ids, response_ids=response_ids, response_mask=mask, response_logprobs=logprobs,
             reward_score=reward, num_turns=2 * traj.num_turns + 1,
             metrics=AgentLoopMetrics(generate_sequences=gen_s, tool_calls=tool_s),
-            extra_fields={"reward_extra_info": info, "swe_metrics": episode_metrics(traj)},
+            extra_fields={"reward_extra_info": info, "swe_metrics": episode_metrics(traj), **self._versions(llm)},
         )
+
+    @staticmethod
+    def _versions(llm: VerlServerClient) -> dict[str, int]:
+        """The weight versions the episode was sampled with: verl's trainer needs both keys on every sample (its
+        staleness metrics), and its server manager only sets them on its own outputs, not on ours."""
+        versions = llm.weight_versions or [VerlServerClient.last_weight_version]  # ended before the model spoke
+        return {"min_global_steps": min(versions), "max_global_steps": max(versions)}
 
     def _overlong(self, traj, mask: list[int]) -> tuple[float, list[int]]:
         """The optional overlong treatments (verl_swe/algo/overlong.py); both off by default."""

@@ -39,6 +39,7 @@ def episode_metrics(traj: Trajectory) -> dict[str, float]:
         "swe/patch_chars": float(len(traj.patch)),
         "swe/error": float(traj.error is not None),
         "swe/episode_s": float(traj.timings.get("total_s", 0.0)),
+        "swe/grade_s": float(traj.timings.get("grade_s", 0.0)),  # inside the rollout: each episode grades its patch
     })
     for tool, n in Counter(t.action.tool for t in turns if t.action is not None).items():
         m[f"swe/tool/{tool}"] = float(n)

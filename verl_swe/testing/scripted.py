@@ -48,9 +48,10 @@ class ScriptedLLM:
 class ScriptedServerManager:
     """verl's `LLMServerClient` interface over a `ScriptedLLM` (what verl's agent loop worker passes in)."""
 
-    def __init__(self, llm: ScriptedLLM):
+    def __init__(self, llm: ScriptedLLM, global_steps: int = 1):
         self.llm = llm
         self.sampling_params: list[dict] = []
+        self.global_steps = global_steps  # the weight version verl's servers report with each output
 
     async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict, **kwargs):
         from verl.workers.rollout.replica import TokenOutput
@@ -58,5 +59,8 @@ class ScriptedServerManager:
         self.sampling_params.append(dict(sampling_params))
         sampling = Sampling(max_tokens=int(sampling_params["max_tokens"]))
         gen = await self.llm.generate(prompt_ids, sampling, request_id)
+        # as verl's LLMServerClient.generate: the server's weight version, copied to min/max_global_steps
+        steps = self.global_steps
         return TokenOutput(token_ids=gen.token_ids, log_probs=gen.logprobs,
-                           stop_reason="aborted" if gen.stop_reason == "aborted" else "completed")
+                           stop_reason="aborted" if gen.stop_reason == "aborted" else "completed",
+                           extra_fields={"global_steps": steps, "min_global_steps": steps, "max_global_steps": steps})

@@ -12,6 +12,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from verl_swe.trainer.preflight import PreflightError, preflight, write_agent_loop_config
+from verl_swe.trainer.resume import set_aside_unfinished
 
 
 @hydra.main(config_path="config", config_name="swe_dapo_qwen72b", version_base=None)
@@ -21,7 +22,14 @@ def main(config: DictConfig) -> None:
     except PreflightError as e:
         raise SystemExit(f"verl-swe preflight refused this run:\n{e}") from None
     print(report)
-    path = write_agent_loop_config(config, Path(config.trainer.default_local_dir))
+    run_dir = Path(config.trainer.default_local_dir)
+    trajectory_dir = OmegaConf.select(config, "swe.agent.trajectory_dir")
+    if trajectory_dir:
+        moved = set_aside_unfinished(Path(trajectory_dir), run_dir, resuming=config.trainer.resume_mode != "disable")
+        if moved:
+            print(f"verl-swe: set aside {moved} trajectories of steps no checkpoint holds (they will be re-run): "
+                  f"{trajectory_dir}/trajectories.unfinished/")
+    path = write_agent_loop_config(config, run_dir)
     OmegaConf.update(config, "actor_rollout_ref.rollout.agent.agent_loop_config_path", str(path))
     from verl.trainer import main_ppo
 
