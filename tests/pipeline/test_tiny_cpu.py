@@ -25,10 +25,12 @@ RL_KEYS = ["swe/reward", "swe/resolved", "swe/num_turns", "swe/submitted", "swe/
 
 
 def cli(out: Path, *args: str) -> list[str]:
-    # Two tasks; RFT long enough that the model follows the command format, so rewards vary within groups
-    # (resolved, or the turn penalty of Eq. 4) and the zero-advantage drop keeps some.
+    # Two tasks, a short RFT: the model half-learns the format, and its episodes end after 2 to 6 turns. A turn
+    # penalty from the 3rd turn on (P1 Eq. 4 with L_thr = 2 of T_max = 6) makes those lengths differ in
+    # reward even when nothing is resolved, so the zero-advantage drop keeps groups and every step updates.
     return [sys.executable, "-m", "verl_swe.cli", "tiny-cpu", "--out", str(out), "--tasks", "2", "--rft-epochs", "60",
-            "--rl-steps", "2", "--eval-runs", "2", *args]
+            "--rl-steps", "2", "--eval-runs", "2", "--rl-override", "swe.agent.limits.penalty_threshold=2",
+            "--rl-override", "+trainer.v1.sampler.sampler_kwargs.max_resamples=8", *args]
 
 
 def safetensors(path: Path) -> dict:
