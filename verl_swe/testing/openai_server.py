@@ -1,5 +1,6 @@
 """A scripted OpenAI-compatible completions server: it returns exactly the tokens of the scripted
-replies (the reply for a prompt is chosen by how many assistant turns the prompt already has)."""
+replies (the reply for a prompt is chosen by how many assistant turns the prompt already has), and
+`GET /v1/models` names the model as `vllm serve` does. Subclasses choose replies another way (`reply`)."""
 
 from __future__ import annotations
 
@@ -10,26 +11,17 @@ from typing import Sequence
 
 
 class ScriptedCompletionsServer:
-    def __init__(self, tokenizer, end_of_turn_id: int, replies: Sequence[str], assistant_marker: str = "<|im_start|>assistant"):
+    def __init__(self, tokenizer, end_of_turn_id: int, replies: Sequence[str] = (),
+                 assistant_marker: str = "<|im_start|>assistant", model: str = "scripted"):
         self.tok = tokenizer
         self.eot = end_of_turn_id
-        self.replies = [tokenizer.encode(r, add_special_tokens=False) + [end_of_turn_id] for r in replies]
+        self.replies = [self.encode(r) for r in replies]
         self.marker = tokenizer.encode(assistant_marker, add_special_tokens=False)
         self.requests: list[dict] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's naming
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                if self.path != "/v1/completions":
-                    self.send_error(404)
-                    return
-                ids = server.reply_for(body["prompt"])[: body["max_tokens"]]
-                reason = "stop" if ids and ids[-1] == server.eot else "length"
-                payload = {"choices": [{"index": 0, "text": server.tok.decode(ids), "token_ids": ids,
-                                        "logprobs": {"token_logprobs": [-0.25] * len(ids)},
-                                        "finish_reason": reason}]}
+            def _send(self, payload: dict):
                 data = json.dumps(payload).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -37,11 +29,36 @@ class ScriptedCompletionsServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def do_GET(self):  # noqa: N802 - http.server's naming
+                if self.path != "/v1/models":
+                    self.send_error(404)
+                    return
+                self._send({"object": "list", "data": [{"id": model, "object": "model"}]})
+
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(body)
+                if self.path != "/v1/completions":
+                    self.send_error(404)
+                    return
+                ids = server.reply(self.headers.get("X-Request-Id", ""), body)[: body["max_tokens"]]
+                reason = "stop" if ids and ids[-1] == server.eot else "length"
+                self._send({"choices": [{"index": 0, "text": server.tok.decode(ids), "token_ids": ids,
+                                         "logprobs": {"token_logprobs": [-0.25] * len(ids)},
+                                         "finish_reason": reason}]})
+
             def log_message(self, *args):
                 pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def encode(self, text: str) -> list[int]:
+        """A reply's tokens: exactly the text's, then the end of the turn."""
+        return self.tok.encode(text, add_special_tokens=False) + [self.eot]
+
+    def reply(self, request_id: str, body: dict) -> list[int]:
+        return self.reply_for(body["prompt"])
 
     def reply_for(self, prompt: list[int]) -> list[int]:
         m, n = self.marker, 0
