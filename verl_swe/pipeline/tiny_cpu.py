@@ -19,6 +19,7 @@ by verl_swe/trainer/resume.py). A failed stage raises with its log's path; finis
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sys
 import time
@@ -177,14 +178,16 @@ class Pipeline:
         return write_summary(self)
 
     # -- helpers --------------------------------------------------------------------------------------
+    @functools.cached_property
     def rl_config(self):
+        """The RL recipe's composed config: the agent settings every stage shares (composed once)."""
         from hydra import compose, initialize_config_module
 
         with initialize_config_module("verl_swe.trainer.config", version_base=None):
             return compose(RL_CONFIG, overrides=["data.train_files=unused", "actor_rollout_ref.model.path=unused"])
 
     def context_tokens(self) -> int:
-        return int(self.rl_config().swe.agent.limits.context_tokens)
+        return int(self.rl_config.swe.agent.limits.context_tokens)
 
     def runner(self, run_dir: Path):
         """An AgentRunner with the RL config's agent settings (limits, tool set), saving into `run_dir`."""
@@ -194,7 +197,7 @@ class Pipeline:
         from verl_swe.agent.runner import AgentRunner
         from verl_swe.testing.tokenizer import qwen_tokenizer
 
-        agent = OmegaConf.to_container(self.rl_config().swe.agent, resolve=False)
+        agent = OmegaConf.to_container(self.rl_config.swe.agent, resolve=False)
         agent.update(trajectory_dir=str(run_dir), backend=self.o.backend)
         return AgentRunner(AgentConfig.model_validate(agent), qwen_tokenizer())
 
