@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 PAGER, ROMAN = "verl-swe-mini__pager-1", "verl-swe-mini__roman-1"
 
 
@@ -56,3 +58,25 @@ def test_evaluate_bad_predictions_names_the_row(tmp_path, mini_tasks):
             "--output", tmp_path / "r.json", cache=tmp_path / "cache")
     assert r.returncode == 2 and f"{preds}:2: a prediction needs a string 'instance_id'" in r.stderr
     assert not (tmp_path / "r.json").exists()
+
+
+def test_envs_build_bad_input_is_an_error_not_a_traceback(tmp_path, mini_tasks):
+    missing = cli("envs", "build", "--instances", tmp_path / "nope.jsonl", "--backend", "local", cache=tmp_path / "c")
+    assert missing.returncode == 2 and f"task file {tmp_path / 'nope.jsonl'} does not exist" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    tasks = write_jsonl(tmp_path / "tasks.jsonl", [mini_tasks[PAGER].model_dump()])
+    unknown = cli("envs", "build", "--instances", tasks, "--instance-id", "ghost", "--backend", "local",
+                  cache=tmp_path / "c")
+    assert unknown.returncode == 2 and "unknown instance ids: ghost" in unknown.stderr
+
+
+def test_a_broken_predictions_json_is_named(tmp_path):
+    from verl_swe.reward.evaluate import PredictionsError, read_predictions
+
+    preds = tmp_path / "preds.json"
+    preds.write_text('[{"instance_id": "a",')
+    with pytest.raises(PredictionsError, match=f"{preds}: invalid JSON"):
+        read_predictions(preds)
+    preds.write_text('{"a": {"model_patch": ""}, "b": "not a row"}')  # the instance_id-keyed form
+    with pytest.raises(PredictionsError, match=r"preds.json\[row 1\]: a prediction needs a string 'instance_id'"):
+        read_predictions(preds)

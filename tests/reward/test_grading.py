@@ -2,11 +2,17 @@
 and every failure is a reported value. Runs on docker and on local (bubblewrap)."""
 
 import asyncio
+import py_compile
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from verl_swe.reward.grading import grade
 from verl_swe.tasks import Task
+from verl_swe.tasks.patches import touched_files
 
 PAGER = "verl-swe-mini__pager-1"
 
@@ -25,6 +31,28 @@ async def test_gold_resolves_and_empty_does_not_for_every_mini_task(mini_tasks, 
         assert gold.tests_status["PASS_TO_PASS"]["failure"] == []
         assert empty.error is None and not empty.resolved, (task.instance_id, empty)
         assert sorted(empty.tests_status["FAIL_TO_PASS"]["failure"]) == sorted(task.FAIL_TO_PASS)
+
+
+@pytest.mark.docker
+@pytest.mark.local
+async def test_both_backends_agree_test_by_test(mini_tasks, tmp_path_factory):
+    # The same patch must get the same grade, test by test, in a container and in bubblewrap.
+    from verl_swe.tasks import Environments
+
+    cache = tmp_path_factory.getbasetemp() / "verl-swe-cache"  # the session's: environments built once
+    docker = Environments("docker", cache_dir=cache)
+    local = Environments("local", cache_dir=cache,
+                         sandbox={"state_dir": str(tmp_path_factory.getbasetemp() / "sandboxes")})
+    try:
+        for task in mini_tasks.values():  # one task at a time: 2 cores, 4 sandboxes at once
+            a_gold, b_gold, a_empty, b_empty = await asyncio.gather(
+                *(grade(task, patch, envs) for patch in (task.patch, "") for envs in (docker, local)))
+            for a, b in ((a_gold, b_gold), (a_empty, b_empty)):
+                assert (a.resolved, a.tests_status, a.error) == (b.resolved, b.tests_status, b.error), (a, b)
+            assert a_gold.resolved and not a_empty.resolved
+    finally:
+        docker.close()
+        local.close()
 
 
 def new_file(path: str, text: str) -> str:
@@ -53,6 +81,26 @@ for name in ["test_exact_multiple_has_no_trailing_empty_page", "test_page_after_
     print("PASSED tests/test_paginator.py::" + name)
 sys.exit(0)
 """
+
+
+def new_binary_file(path: str, data: bytes) -> str:
+    """A `git diff --binary` adding one file: `git apply` in the grader creates it byte for byte."""
+    with tempfile.TemporaryDirectory() as repo:
+        (Path(repo) / path).write_bytes(data)
+        subprocess.run(["git", "init", "-q", repo], check=True)
+        subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+        return subprocess.run(["git", "diff", "--cached", "--binary"], cwd=repo, check=True, capture_output=True,
+                              text=True).stdout
+
+
+def sourceless_pyc(source: str) -> bytes:
+    # Compiled by the Python running the tests; the sandboxes' Python is the same minor version (3.11),
+    # which the unguarded half of the test checks: a mismatch would make the trick fail loudly there.
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "m.py").write_text(source)
+        return Path(py_compile.compile(str(Path(tmp) / "m.py"), cfile=str(Path(tmp) / "m.pyc"))).read_bytes()
+
+
 # Each trick makes the failing pager task "pass" when nothing stops it.
 EFFECTIVE_TRICKS = {
     "conftest": new_file("conftest.py", FORCE_PASS),
@@ -61,6 +109,8 @@ EFFECTIVE_TRICKS = {
     "setup.cfg": PLUGIN + new_file("setup.cfg", "[tool:pytest]\naddopts = -p pager.forcepass"),
     "pyproject": PLUGIN + new_file("pyproject.toml", '[tool.pytest.ini_options]\naddopts = "-p pager.forcepass"'),
     "shadow-pytest": new_file("pytest.py", FAKE_PYTEST),
+    # The same fake as bytecode: `python -m pytest` imports a sourceless pytest.pyc from the repository root.
+    "shadow-pytest-pyc": new_binary_file("pytest.pyc", sourceless_pyc(FAKE_PYTEST)),
 }
 # Tricks that other layers stop too (restored test files, paths outside the repository, a test
 # process that dies before reporting); the guard must still leave them unresolved.
@@ -118,3 +168,42 @@ async def test_failures_are_values(mini_tasks, task_envs):
     assert not timeout.resolved and timeout.error == "tests timed out after 3 s"
     assert not env_error.resolved and "verl-swe-no-such-package" in env_error.error
     assert gold.resolved  # the others' failures cost nothing here
+
+
+def with_eval_script(task: Task) -> Task:
+    """The task as a swebench>=5 row: its eval script restores the test files, applies test_patch, runs the
+    tests between the markers and restores the files again (the layout of swebench's own scripts)."""
+    files = " ".join(touched_files(task.test_patch))
+    script = (f"#!/bin/bash\nset -uxo pipefail\ncd /testbed\ngit checkout {task.base_commit} -- {files}\n"
+              f"git apply -v - <<'EOF_114329324912'\n{task.test_patch}EOF_114329324912\n"
+              f": '>>>>> Start Test Output'\npython -m pytest -rA -p no:cacheprovider {files}\n"
+              f": '>>>>> End Test Output'\ngit checkout {task.base_commit} -- {files}\n")
+    return Task.model_validate({**task.model_dump(), "eval_script": script})
+
+
+async def test_rows_with_an_eval_script(mini_tasks, task_envs, tmp_path):
+    from swebench.harness.constants import END_TEST_OUTPUT, TEST_EXIT_CODE
+
+    task = with_eval_script(mini_tasks[PAGER])
+    gold, empty, trick = await asyncio.gather(
+        grade(task, task.patch, task_envs, log_dir=tmp_path / "gold"), grade(task, "", task_envs),
+        grade(task, EFFECTIVE_TRICKS["conftest"], task_envs))
+    assert gold.resolved and gold.error is None, gold
+    assert sorted(gold.tests_status["FAIL_TO_PASS"]["success"]) == sorted(task.FAIL_TO_PASS)
+    log = (tmp_path / "gold" / PAGER / "test_output.txt").read_text()
+    # swebench's exit-code line follows the end marker, as its harness writes it; base_commit resolved
+    assert f"{TEST_EXIT_CODE}: 0" in log.split(END_TEST_OUTPUT)[-1] and "fatal" not in log, log
+    assert not empty.resolved and empty.tests_status["FAIL_TO_PASS"]["failure"]
+    assert not trick.resolved and trick.dropped_files == {"conftest.py": "a test file"}
+
+
+async def test_tests_run_with_pinned_settings(mini_tasks, task_envs, tmp_path):
+    # The settings SWE-bench should have pinned reach the test process: one hash order, one time zone.
+    report = ('import os; raise RuntimeError("SETTINGS %s %s %s %s" % (os.environ.get("PYTHONHASHSEED"), '
+              'os.environ.get("TZ"), os.environ.get("LC_ALL"), hash("verl-swe")))')
+    patch = ("diff --git a/pager/__init__.py b/pager/__init__.py\n--- a/pager/__init__.py\n+++ b/pager/__init__.py\n"
+             f"@@ -1,1 +1,2 @@\n+{report}\n \"\"\"Tiny pagination helpers for lists and query results.\"\"\"\n")
+    await grade(mini_tasks[PAGER], patch, task_envs, log_dir=tmp_path)
+    seeded = subprocess.run([sys.executable, "-c", "print(hash('verl-swe'))"], capture_output=True, text=True,
+                            env={"PYTHONHASHSEED": "0"}, check=True).stdout.strip()
+    assert f"SETTINGS 0 UTC C.UTF-8 {seeded}" in (tmp_path / PAGER / "test_output.txt").read_text()

@@ -33,6 +33,9 @@ TEST_PATCH = file_diff("tests/test_core.py")
     ("usercustomize.py", True, "loads implicitly"),
     ("calc/evil.pth", True, "a .pth file"),
     ("pytest.py", True, "shadowing 'pytest'"),
+    ("pytest.cpython-311-x86_64-linux-gnu.so", True, "shadowing 'pytest'"),  # extension modules shadow too
+    ("pytest.pyc", True, "compiled bytecode"),  # a sourceless .pyc is imported like a module
+    ("calc/__pycache__/core.cpython-311.pyc", True, "compiled bytecode"),
     ("_pytest/__init__.py", True, "shadowing '_pytest'"),
     ("json.py", True, "shadowing 'json'"),
     ("../outside.py", True, "outside the repository"),
@@ -72,3 +75,15 @@ def test_modifying_an_existing_module_named_like_stdlib_is_allowed():
     # Only *new* top-level modules can shadow; editing the project's own `types.py` is ordinary work.
     g = guard_patch(file_diff("types.py"), TEST_PATCH)
     assert g.dropped == {}
+
+
+def test_the_agent_is_told_the_rules():
+    # The policy must not be punished for a change it was never told is discarded.
+    from verl_swe.agent.prompts import system_prompt
+    from verl_swe.reward.patch_guard import GRADING_RULES
+
+    prompt = system_prompt("")
+    assert GRADING_RULES in prompt and "Do not modify or add tests" in prompt
+    for named in ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "sitecustomize",
+                  "usercustomize", ".pth", ".pyc", "outside the repository"):
+        assert named in GRADING_RULES, named

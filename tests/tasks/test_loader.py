@@ -1,10 +1,14 @@
 """Task rows from every supported format and dataset style; malformed rows are named, not fatal."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 from verl_swe.tasks import Task, TaskLoadError, load_tasks, read_tasks
+from verl_swe.testing.hub import local_hub
 
 SWEBENCH_ROW = {  # SWE-bench / Verified style: the test lists are JSON strings
     "instance_id": "astropy__astropy-12907", "repo": "astropy/astropy", "base_commit": "d16bfe05a744909de4b27f5875fe0d4ed41ce607",
@@ -87,3 +91,34 @@ def test_missing_file_and_unknown_format(tmp_path):
     (tmp_path / "t.csv").write_text("x")
     with pytest.raises(ValueError, match="unknown format '.csv'"):
         load_tasks(tmp_path / "t.csv")
+
+
+def test_a_broken_json_file_is_named(tmp_path):
+    # A .json file is one document: nothing in it can be kept, but the error says which file.
+    (tmp_path / "t.json").write_text('[{"instance_id": "a",')
+    with pytest.raises(ValueError, match=f"task file {tmp_path / 't.json'}: invalid JSON"):
+        load_tasks(tmp_path / "t.json")
+    (tmp_path / "t.json").write_text("42")
+    with pytest.raises(ValueError, match="expected a list of rows .* got int"):
+        load_tasks(tmp_path / "t.json")
+
+
+def test_hub_dataset_names():
+    rebench = [REBENCH_ROW, {**REBENCH_ROW, "instance_id": "owner__proj-18", "FAIL_TO_PASS": []}]
+    with local_hub({"nebius/SWE-rebench": {"train": rebench},
+                    "princeton-nlp/SWE-bench_Verified": {"test": [SWEBENCH_ROW]}}):
+        tasks, errors = read_tasks("nebius/SWE-rebench:train")
+        [verified] = load_tasks("princeton-nlp/SWE-bench_Verified")  # SWE-bench's split, test, by default
+    assert [t.instance_id for t in tasks] == [REBENCH_ROW["instance_id"]] and verified.FAIL_TO_PASS
+    assert str(errors[0]).startswith("nebius/SWE-rebench:train[row 1] (owner__proj-18): field 'FAIL_TO_PASS'")
+
+
+def test_an_unreachable_hub_is_a_clear_error(tmp_path):
+    # The real datasets library, offline (as on this machine): the error says what was tried and what to do.
+    r = subprocess.run([sys.executable, "-m", "verl_swe.cli", "envs", "build", "--instances", "SWE-bench/SWE-bench_Lite",
+                        "--backend", "local"], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                       env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+                            "HF_HOME": str(tmp_path / "hf"), "VERL_SWE_CACHE": str(tmp_path / "cache")})
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "SWE-bench/SWE-bench_Lite: no such task file, and loading it as a Hugging Face dataset" in r.stderr
+    assert "export the rows" in r.stderr

@@ -29,7 +29,8 @@ def test_default_spec_runs_the_test_files_of_the_test_patch_with_pytest():
 def test_rebench_rows_bring_their_own_command_and_parser():
     spec = make_test_spec(task(install_config={"test_cmd": "pytest -n0 -rA", "log_parser": "parse_log_pytest_v2"}))
     assert spec.test_cmd == "pytest -n0 -rA tests/test_a.py" and spec.log_parser == "parse_log_pytest_v2"
-    assert make_test_spec(task(log_parser="parse_log_django")).log_parser == "parse_log_django"
+    # swebench>=5 rows: their own parser and eval script
+    assert make_test_spec(task(log_parser="parse_log_django", eval_script="x")).log_parser == "parse_log_django"
 
 
 def test_unknown_parser_is_named():
@@ -73,3 +74,14 @@ def test_swebench_rows_without_install_config_use_the_published_image_name():
 
     # swebench's ImageSpec naming for the `swebench` namespace on Docker Hub
     assert swebench_image("django__django-11099") == "swebench/sweb.eval.x86_64.django_1776_django-11099:latest"
+
+
+def test_rows_without_a_parser_get_swebench_parser_for_their_repo():
+    # Rows older than swebench 5 name no parser; swebench's map by repository does.
+    assert make_test_spec(task(repo="astropy/astropy")).log_parser == "parse_log_pytest_v2"
+    assert make_test_spec(task(repo="psf/requests")).log_parser == "parse_log_pytest_options"
+    # django and sympy have their own runners: without the row's eval_script or test_cmd, say so
+    with pytest.raises(SpecError, match="django/django does not run its tests with pytest"):
+        make_test_spec(task(repo="django/django"))
+    spec = make_test_spec(task(repo="django/django", eval_script="echo run"))
+    assert spec.log_parser == "parse_log_django" and spec.eval_script == "#!/bin/bash\nset -uxo pipefail\necho run\n"

@@ -49,10 +49,14 @@ def envs_build(
     from verl_swe.tasks import read_tasks
     from verl_swe.tasks.loader import select
 
-    tasks, row_errors = read_tasks(instances)
+    try:
+        tasks, row_errors = read_tasks(instances)
+        tasks = select(tasks, instance_ids)
+    except (FileNotFoundError, ValueError, KeyError) as e:  # no file, unknown format, unreachable hub, unknown id
+        err_console.print(f"[red]error:[/] {e.args[0] if isinstance(e, KeyError) else e}")
+        raise typer.Exit(2) from None
     for e in row_errors:
         err_console.print(f"[yellow]skipped malformed row[/] {e}")
-    tasks = select(tasks, instance_ids)
     envs = _environments(backend, repos_dir, cache_dir)
     try:
         errors = asyncio.run(envs.build(tasks, workers=workers, progress=True))
@@ -97,7 +101,9 @@ def evaluate(
 
 def _print_report(report) -> None:
     table = Table(title="verl-swe evaluate")
-    for col in ("instance", "resolved", "F2P", "P2P", "error"):
+    # Long instance ids wrap instead of being cut to "…": the id is what a user looks up in the report.
+    table.add_column("instance", overflow="fold")
+    for col in ("resolved", "F2P", "P2P", "error"):
         table.add_column(col)
     for iid, r in report.instances.items():
         ts = r["tests_status"] or {}

@@ -33,9 +33,15 @@ def read_predictions(path: Path) -> dict[str, dict]:
                 except json.JSONDecodeError as e:
                     raise PredictionsError(f"{path}:{n}: invalid JSON: {e}") from None
     else:
-        data = json.loads(text)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise PredictionsError(f"{path}: invalid JSON: {e}") from None
         if isinstance(data, dict):
-            data = [{"instance_id": k, **v} for k, v in data.items()]
+            data = [{"instance_id": k, **v} if isinstance(v, dict) else v for k, v in data.items()]
+        if not isinstance(data, list):
+            raise PredictionsError(f"{path}: expected a list of predictions or an object keyed by instance_id, "
+                                   f"got {type(data).__name__}")
         rows = [(f"{path}[row {n}]", r) for n, r in enumerate(data)]
     preds: dict[str, dict] = {}
     for where, row in rows:

@@ -18,9 +18,9 @@ from verl_swe.tasks.patches import FileDiff, split_patch
 GRADING_RULES = (
     "Your patch is graded by the repository's own tests in a fresh copy of the repository. Changes to "
     "test files (tests/, test_*.py, *_test.py, conftest.py), to test-runner configuration (pytest.ini, "
-    "tox.ini, setup.cfg, pyproject.toml, noxfile.py), to sitecustomize/usercustomize or .pth files, new "
-    "top-level modules named like standard or test-runner modules, symlinks, and files outside the "
-    "repository are discarded before grading. Fix the source code itself."
+    "tox.ini, setup.cfg, pyproject.toml, noxfile.py), to sitecustomize/usercustomize or .pth files, compiled "
+    "bytecode (.pyc, __pycache__), new top-level modules named like standard or test-runner modules, symlinks, "
+    "and files outside the repository are discarded before grading. Fix the source code itself."
 )
 
 TEST_DIRS = {"test", "tests", "testing"}
@@ -34,6 +34,9 @@ IMPLICIT_FILES = {
 # repository root is on sys.path (`python -m pytest` puts it first).
 RUNNER_MODULES = {"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "coverage", "xdist", "hypothesis"}
 SHADOWABLE = RUNNER_MODULES | set(getattr(sys, "stdlib_module_names", ()))
+# Suffixes Python imports a top-level file by: a sourceless `pytest.pyc` or an extension module
+# `pytest.cpython-311-x86_64-linux-gnu.so` shadows `pytest` as well as `pytest.py` does.
+MODULE_SUFFIXES = (".py", ".pyw", ".pyc", ".pyo", ".so", ".pyd")
 
 
 @dataclass
@@ -65,9 +68,17 @@ def why_forbidden(diff: FileDiff, protected: set[str]) -> str | None:
             return "test-runner configuration or a file Python loads implicitly"
         if p.suffix == ".pth":
             return "a .pth file (run by Python at startup)"
-        if diff.old_path is None and p.parts[0].removesuffix(".py") in SHADOWABLE:
-            return f"a new top-level module shadowing {p.parts[0].removesuffix('.py')!r}"
+        if p.suffix in (".pyc", ".pyo") or "__pycache__" in p.parts:
+            # Python runs a sourceless .pyc, or a cached one in place of its source: code nobody can review.
+            return "compiled bytecode (Python loads it in place of the source)"
+        if diff.old_path is None and _top_level_module(p.parts[0]) in SHADOWABLE:
+            return f"a new top-level module shadowing {_top_level_module(p.parts[0])!r}"
     return None
+
+
+def _top_level_module(first_part: str) -> str:
+    """The module name a top-level file or directory is imported as (`pytest.abi3.so` -> `pytest`)."""
+    return first_part.split(".")[0] if first_part.endswith(MODULE_SUFFIXES) else first_part
 
 
 def guard_patch(patch: str | None, test_patch: str = "") -> GuardedPatch:

@@ -57,9 +57,15 @@ def _rows(source: str) -> Iterator[tuple[str, Any]]:
                 except json.JSONDecodeError as e:
                     yield f"{path}:{n}", ValueError(f"invalid JSON: {e}")
     elif path.suffix == ".json":
-        data = json.loads(path.read_text())
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as e:  # one document: nothing to keep, but say which file
+            raise ValueError(f"task file {path}: invalid JSON: {e}") from None
         if isinstance(data, dict):  # {instance_id: row} as some exports write it
             data = [{"instance_id": k, **v} if isinstance(v, dict) else v for k, v in data.items()]
+        if not isinstance(data, list):
+            raise ValueError(f"task file {path}: expected a list of rows or an object keyed by instance_id, "
+                             f"got {type(data).__name__}")
         for n, row in enumerate(data):
             yield f"{path}[row {n}]", row
     elif path.suffix == ".parquet":
@@ -76,7 +82,12 @@ def _hub_rows(name: str) -> Iterator[tuple[str, Any]]:
     import datasets
 
     name, _, split = name.partition(":")
-    ds = datasets.load_dataset(name, split=split or "test")
+    try:
+        ds = datasets.load_dataset(name, split=split or "test")
+    except Exception as e:  # noqa: BLE001 - unreachable hub, unknown dataset or split: all end here
+        raise ValueError(f"{name}: no such task file, and loading it as a Hugging Face dataset (split "
+                         f"{split or 'test'}) failed: {type(e).__name__}: {str(e)[:300]}. Where the hub is "
+                         "unreachable, export the rows elsewhere and pass the .jsonl/.json/.parquet file") from None
     for n, row in enumerate(ds):
         yield f"{name}:{split or 'test'}[row {n}]", row
 

@@ -47,18 +47,48 @@ def test_files(task: Task) -> list[str]:
     return [f for f in files if not f.endswith(tuple(NON_TEST_EXTS))]
 
 
+# SWE-bench repositories whose tests run under their own runner, not pytest: without the row's eval_script
+# or test_cmd, the default pytest command would grade them wrongly.
+OWN_RUNNER_PARSERS = {"parse_log_django", "parse_log_sympy"}
+
+
+def _repo_parser(repo: str) -> str | None:
+    """swebench's parser for a SWE-bench repository (rows older than swebench 5 do not name one)."""
+    from swebench.harness.log_parsers.python import MAP_REPO_TO_PARSER_PY
+
+    fn = MAP_REPO_TO_PARSER_PY.get(repo)
+    return fn.__name__ if fn else None
+
+
 def make_test_spec(task: Task) -> TestSpec:
     from swebench.harness.log_parsers import PARSER_REGISTRY
 
     cfg = task.install_config
-    parser = (cfg.log_parser if cfg else None) or task.log_parser or DEFAULT_LOG_PARSER
+    test_cmd = cfg.test_cmd if cfg and cfg.test_cmd else None
+    parser = (cfg.log_parser if cfg else None) or task.log_parser or _repo_parser(task.repo) or DEFAULT_LOG_PARSER
     if parser not in PARSER_REGISTRY:
         raise SpecError(f"{task.instance_id}: unknown log_parser {parser!r} (swebench has {len(PARSER_REGISTRY)}, "
                         f"e.g. parse_log_pytest, parse_log_django, parse_log_sympy)")
+    if parser in OWN_RUNNER_PARSERS and not (test_cmd or task.eval_script):
+        raise SpecError(f"{task.instance_id}: {task.repo} does not run its tests with pytest, and the row has "
+                        "neither an eval_script (SWE-bench rows of swebench>=5) nor an install_config.test_cmd")
     files = test_files(task)
-    base = (cfg.test_cmd if cfg and cfg.test_cmd else None) or DEFAULT_TEST_CMD
+    base = test_cmd or DEFAULT_TEST_CMD
     cmd = " ".join([base, *map(shlex.quote, files)])
-    return TestSpec(test_cmd=cmd, log_parser=parser, test_files=files, eval_script=task.eval_script)
+    return TestSpec(test_cmd=cmd, log_parser=parser, test_files=files, eval_script=_eval_script(task))
+
+
+def _eval_script(task: Task) -> str | None:
+    """A row's eval script as swebench runs it: with the test command's own exit code recorded after the
+    end marker, so grading can tell a log that prints PASSED lines from a run that really passed."""
+    if not task.eval_script:
+        return None
+    from swebench.harness.utils import parse_eval_script, record_test_exit_code
+
+    # The scripts restore test files with `git checkout <base_commit> -- FILES`; a sandbox holds base_commit's
+    # files as its one commit (HEAD) under another hash, so that history stays unreachable.
+    script = task.eval_script.replace(task.base_commit, "HEAD")
+    return "\n".join(["#!/bin/bash", "set -uxo pipefail", *record_test_exit_code(parse_eval_script(script))]) + "\n"
 
 
 def swebench_spec(task: Task, spec: TestSpec):
