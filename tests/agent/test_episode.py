@@ -6,7 +6,7 @@ import asyncio
 import pytest
 
 from verl_swe.agent.episode import EpisodeLimits, run_episode
-from verl_swe.agent.llm import Sampling
+from verl_swe.agent.llm import ModelError, Sampling
 from verl_swe.agent.tokens import ChatTokens
 from verl_swe.reward.turn_penalty import final_reward, turn_penalty
 from verl_swe.sandbox.shell import SandboxDied
@@ -127,7 +127,7 @@ async def test_episode_timeout(chat):
     assert res.trajectory.exit_status == ExitStatus.TIMEOUT and env.closed == 1
 
 
-async def test_cancellation_closes_the_environment_and_propagates(chat):
+async def test_cancellation_closes_the_environment_and_propagates(chat, caplog):
     class Slow(ScriptedEnv):
         async def step(self, action):
             await asyncio.sleep(30)
@@ -139,6 +139,25 @@ async def test_cancellation_closes_the_environment_and_propagates(chat):
     with pytest.raises(asyncio.CancelledError):
         await task
     assert env.closed == 1 and env.finished_with is None
+    assert "episode" in caplog.text and "cancelled after 1 turns; environment closed" in caplog.text
+
+
+async def test_a_failed_model_server_abandons_the_episode_unscored(chat, caplog):
+    # Not the agent's doing: no exit status or reward is made up for it; the caller sees the error (a CLI run
+    # stops and resumes later, a training step fails as it would with verl's own loops).
+    class Flaky(ScriptedLLM):
+        async def generate(self, prompt_ids, sampling, request_id):
+            if request_id.endswith("-1"):
+                raise ConnectionResetError("server went away")
+            return await super().generate(prompt_ids, sampling, request_id)
+
+    env = ScriptedEnv()
+    llm = Flaky(chat.tok, chat.end_of_turn_id, [LS], repeat_last=True)
+    with pytest.raises(ModelError, match="ConnectionResetError: server went away"):
+        await run_episode(env, get_tool_set("paper"), llm, chat, "sys", EpisodeLimits(), Sampling(max_tokens=64),
+                          "t-1")
+    assert env.closed == 1 and env.finished_with is None  # closed, and not graded
+    assert "abandoned (ConnectionResetError: server went away) after 1 turns" in caplog.text
 
 
 async def test_one_failing_episode_does_not_disturb_the_others(chat):
@@ -150,3 +169,27 @@ async def test_one_failing_episode_does_not_disturb_the_others(chat):
                                    episode(chat, [LS, LS, SUBMIT]))
     assert [r[0].trajectory.exit_status for r in results] == [ExitStatus.SUBMITTED, ExitStatus.SANDBOX_ERROR,
                                                               ExitStatus.SUBMITTED]
+
+
+async def test_long_observations_keep_head_and_tail_and_say_the_cut(chat):
+    env = ScriptedEnv(lambda i, a: "HEAD" + "x" * 50_000 + "TAIL")
+    res, _, _ = await episode(chat, [LS, SUBMIT], env=env, observation_head_chars=100, observation_tail_chars=50)
+    turn = res.trajectory.turns[0]
+    assert turn.observation.startswith("HEAD") and turn.observation.endswith("TAIL")
+    assert "\n[... 49858 characters cut from the middle of this output ...]\n" in turn.observation
+    assert turn.observation_tokens < 150  # the model is sent the cut observation, not 50k characters
+
+
+async def test_the_turn_the_sandbox_died_on_is_recorded(chat):
+    # Its tokens are in the response, so it counts as a turn (num_turns, the penalty, the viewer).
+    class DiesOnSecond(ScriptedEnv):
+        async def step(self, action):
+            if self.steps:
+                raise SandboxDied("sandbox x is dead")
+            return await super().step(action)
+
+    res, env, _ = await episode(chat, [LS, LS, SUBMIT], env=DiesOnSecond())
+    t = res.trajectory
+    assert t.exit_status == ExitStatus.SANDBOX_ERROR and t.num_turns == 2 and env.closed >= 1
+    assert t.turns[1].action.tool == "bash" and "SandboxDied: sandbox x is dead" in t.turns[1].observation
+    assert t.generated_tokens == sum(turn.generated_tokens for turn in t.turns)

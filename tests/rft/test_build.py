@@ -25,7 +25,9 @@ async def test_funnel_counts_every_exclusion_and_the_rest_is_kept(tmp_path, capl
     await play(script("paper", format_errors_at=()), instance_id="a__a-1", episode_id="a.2", run_dir=run)
     await play(script("paper"), instance_id="b__b-1", episode_id="b.0", resolved=False, run_dir=run)
     # graded though never submitted (the turn cap ended it): would teach the model not to submit
-    res = await play([cmd("paper", "ls", 0)], instance_id="c__c-1", episode_id="c.0", max_turns=2, run_dir=tmp_path / "x")
+    res = await play([cmd("paper", "ls", 0), cmd("paper", "ls", 1)], instance_id="c__c-1", episode_id="c.0",
+                     max_turns=2, run_dir=tmp_path / "x")
+    assert res.trajectory.exit_status.value == "max_turns"
     res.trajectory.resolved = True
     save_trajectory(run, res.trajectory)
     long = await play(script("paper", format_errors_at=(), turns=30), instance_id="d__d-1", episode_id="d.0", run_dir=run)

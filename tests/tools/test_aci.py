@@ -62,3 +62,14 @@ async def test_shell_state_errors_and_bad_output(aci):
     assert "\ufffd" in await run(aci, "printf 'bad \\377\\376 bytes'")  # non-UTF-8 output is replaced, not fatal
     assert "timed out after 5 s" in await run(aci, "sleep 30")
     assert (await run(aci, "echo still here")).strip() == "still here"
+
+
+async def test_paths_the_viewer_cannot_use_are_observations(aci):
+    # Common model mistakes, not sandbox faults: each is said to the agent and the episode goes on.
+    assert "/testbed/pkg is a directory; use ls" in await run(aci, "open pkg")
+    assert "is a directory" in await run(aci, "search_file x pkg")
+    assert "not a regular file (character special file)" in await run(aci, "open /dev/zero")  # never read to the end
+    await run(aci, "truncate -s 9M big.log")
+    assert "more than the file commands read" in await run(aci, "open big.log")
+    assert "Could not write /testbed/pkg/m.py/x" in await run(aci, "create pkg/m.py/x")
+    assert (await run(aci, "open pkg/m.py 2")).startswith("[File: /testbed/pkg/m.py (250 lines total)]")

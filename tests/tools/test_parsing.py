@@ -69,3 +69,18 @@ def test_tool_calls():
                           ('<tool_call>{"arguments": {}}</tool_call>', "string 'name'")]:
         result = parse_tool_call(text, NAMES)
         assert isinstance(result, FormatError) and message in result.message, (text, result)
+
+
+def test_tool_call_arguments_are_checked_against_the_schema():
+    # Wrong types reach no tool: a list as edit's replacement would otherwise crash the viewer code.
+    def parse(args):
+        return parse_tool_call(f'<tool_call>{{"name": "edit", "arguments": {args}}}</tool_call>', NAMES, NATIVE_SCHEMAS)
+
+    assert parse('{"start": 1, "end": 1, "replacement": "x", "path": null}').args["path"] is None  # optional: null ok
+    for args, message in [('{"start": 1, "end": 1, "replacement": ["a"]}', "'replacement' of edit must be a JSON string"),
+                          ('{"start": "1", "end": 1, "replacement": "x"}', "'start' of edit must be a JSON integer"),
+                          ('{"start": true, "end": 1, "replacement": "x"}', "must be a JSON integer"),
+                          ('{"start": 1, "replacement": "x"}', "needs the argument(s) end"),
+                          ('{"start": 1, "end": 1, "replacement": "x", "mode": 2}', "no argument 'mode'")]:
+        result = parse(args)
+        assert isinstance(result, FormatError) and message in result.message, (args, result)

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 
 from verl_swe.agent.env import AgentEnv
-from verl_swe.agent.llm import LLMClient, Sampling
+from verl_swe.agent.llm import LLMClient, ModelError, Sampling
 from verl_swe.agent.tokens import ChatTokens, TokenTrace
 from verl_swe.reward.turn_penalty import turn_penalty
 from verl_swe.sandbox.shell import SandboxError
@@ -60,12 +60,13 @@ def truncate_middle(text: str, head: int, tail: int) -> str:
 async def run_episode(env: AgentEnv, tools: ToolSet, llm: LLMClient, chat: ChatTokens, system_prompt: str,
                       limits: EpisodeLimits, sampling: Sampling, instance_id: str,
                       episode_id: str | None = None) -> EpisodeResult:
-    """Run to an exit status; the environment is always closed. Cancellation is recorded, then re-raised."""
+    """Run to an exit status; the environment is always closed. Cancellation and a failed model server
+    (`ModelError`) abandon the episode: it is logged, then the exception is re-raised."""
     traj = Trajectory(instance_id=instance_id, episode_id=episode_id or uuid.uuid4().hex[:12])
     started = time.monotonic()
     trace: TokenTrace | None = None
     submitted = False
-    cancelled: asyncio.CancelledError | None = None
+    abandoned: BaseException | None = None
     try:
         try:
             async with asyncio.timeout(limits.timeout_s):
@@ -78,13 +79,13 @@ async def run_episode(env: AgentEnv, tools: ToolSet, llm: LLMClient, chat: ChatT
             traj.exit_status = ExitStatus.TIMEOUT
         except SandboxError as e:
             traj.exit_status, traj.error = ExitStatus.SANDBOX_ERROR, f"sandbox: {e}"
-        except asyncio.CancelledError as e:
-            traj.exit_status, cancelled = ExitStatus.CANCELLED, e
+        except (asyncio.CancelledError, ModelError) as e:
+            traj.exit_status, abandoned = ExitStatus.CANCELLED, e
         except Exception as e:  # noqa: BLE001 - environment builds, tools: a value, never a dead worker
             logger.exception("episode %s of %s failed", traj.episode_id, instance_id)
             traj.exit_status, traj.error = ExitStatus.SANDBOX_ERROR, f"{type(e).__name__}: {e}"
         traj.timings["episode_s"] = round(time.monotonic() - started, 3)
-        if cancelled is None and traj.exit_status != ExitStatus.SANDBOX_ERROR:
+        if abandoned is None and traj.exit_status != ExitStatus.SANDBOX_ERROR:
             try:
                 grading_started = time.monotonic()
                 outcome = await env.finish(submitted)
@@ -99,8 +100,12 @@ async def run_episode(env: AgentEnv, tools: ToolSet, llm: LLMClient, chat: ChatT
     traj.turn_penalty = turn_penalty(traj.num_turns, limits.max_turns, limits.penalty_threshold)
     traj.reward = float(traj.resolved) + traj.turn_penalty  # P1 Eq. 3
     traj.timings["total_s"] = round(time.monotonic() - started, 3)
-    if cancelled is not None:
-        raise cancelled
+    if abandoned is not None:
+        # No output carries an abandoned episode (nor is it saved: a resumed run redoes it), so say it here.
+        why = "cancelled" if isinstance(abandoned, asyncio.CancelledError) else f"abandoned ({abandoned})"
+        logger.warning("episode %s of %s %s after %d turns; environment closed", traj.episode_id, instance_id,
+                       why, traj.num_turns)
+        raise abandoned
     trace = trace or TokenTrace([])
     traj.prompt_tokens, traj.response_tokens = len(trace.prompt_ids), len(trace.mask)
     traj.generated_tokens = sum(trace.mask)
@@ -116,8 +121,11 @@ async def _loop(env, tools, llm, chat, limits, sampling, traj, trace) -> tuple[E
         if room <= 1:
             return ExitStatus.CONTEXT_EXHAUSTED, False
         t0 = time.monotonic()
-        gen = await llm.generate(trace.ids, _with_max(sampling, min(limits.max_new_tokens, room)),
-                                 f"{traj.episode_id}-{index}")
+        try:
+            gen = await llm.generate(trace.ids, _with_max(sampling, min(limits.max_new_tokens, room)),
+                                     f"{traj.episode_id}-{index}")
+        except Exception as e:  # noqa: BLE001 - whatever the client raises, the model failed, not the agent
+            raise e if isinstance(e, ModelError) else ModelError(f"{type(e).__name__}: {e}") from e
         generation_s = time.monotonic() - t0
         trace.add_generated(gen.token_ids, gen.logprobs)
         if not (gen.token_ids and gen.token_ids[-1] == chat.end_of_turn_id):
@@ -137,7 +145,15 @@ async def _loop(env, tools, llm, chat, limits, sampling, traj, trace) -> tuple[E
         else:
             format_errors = 0
             action = parsed
-            step = await env.step(action)
+            try:
+                step = await env.step(action)
+            except BaseException as e:
+                # The model took this turn (its tokens are in the trace): keep it in the record, so num_turns,
+                # the turn penalty and the viewer agree with the response, then end the episode as before.
+                traj.turns.append(Turn(index, text, action, f"[the episode ended here: {type(e).__name__}: {e}]",
+                                       False, len(gen.token_ids), 0, gen.stop_reason, round(generation_s, 4),
+                                       round(time.monotonic() - t1, 4)))
+                raise
             observation, done = step.observation, step.done
         observation = truncate_middle(observation, limits.observation_head_chars, limits.observation_tail_chars)
         turn = Turn(index, text, action, observation, action is None, len(gen.token_ids), 0, gen.stop_reason,

@@ -40,6 +40,11 @@ class Generation:
     stop_reason: StopReason
 
 
+class ModelError(RuntimeError):
+    """The model's server failed (not the agent): the episode is abandoned, neither scored nor saved, so a
+    resumed run redoes it and training never sees a reward the policy did not earn."""
+
+
 class LLMClient(Protocol):
     async def generate(self, prompt_ids: list[int], sampling: Sampling, request_id: str) -> Generation: ...
 

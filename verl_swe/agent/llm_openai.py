@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import httpx
 
-from verl_swe.agent.llm import Generation, Sampling
+from verl_swe.agent.llm import Generation, ModelError, Sampling
 
 
-class LLMServerError(RuntimeError):
+class LLMServerError(ModelError):
     pass
 
 

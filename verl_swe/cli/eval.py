@@ -11,11 +11,15 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from verl_swe.cli.episodes import (Backend, CacheDir, ContextTokens, InstanceIds, Instances, MaxNewTokens, MaxTurns,
+                                   ReposDir, Temperature, TimeoutS, Tokenizer, ToolSetName, Workers,
+                                   read_selected_tasks)
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
@@ -36,38 +40,32 @@ def served_model(endpoint: str) -> str:
 
 
 def eval_cmd(
-    instances: str = typer.Option(..., help="tasks: .jsonl/.json/.parquet file or a hub dataset name[:split]"),
-    out: Path = typer.Option(..., help="run directory (resumable): trajectories/, report.json, predictions/, plots"),
-    endpoint: Optional[str] = typer.Option(None, help="OpenAI-compatible server URL (vllm serve), or 'local'"),
-    model: Optional[str] = typer.Option(None, help="served model name (default: what /v1/models lists); its tokenizer"),
-    tokenizer: Optional[str] = typer.Option(None, help="tokenizer name or path, if not the model's"),
-    runs: int = typer.Option(10, min=1, help="runs = episodes per task (paper: 10)"),
-    workers: int = typer.Option(4, min=1, help="episodes at once"),
-    backend: str = typer.Option("docker", help="docker or local"),
-    tool_set: str = typer.Option("paper", help="paper (```command blocks) or native (tool calls)"),
-    max_turns: int = typer.Option(40, min=1),
-    context_tokens: int = typer.Option(65_536, min=64),
-    max_new_tokens: int = typer.Option(4_096, min=1),
-    temperature: float = typer.Option(1.0, min=0.0),
-    repos_dir: Optional[Path] = typer.Option(None, help="directory of owner__name git clones"),
-    cache_dir: Optional[Path] = typer.Option(None, help="environment cache (default $VERL_SWE_CACHE)"),
-    subset: Optional[int] = typer.Option(None, min=1, help="a fixed random subset of this many tasks (paper: 50)"),
-    subset_seed: int = typer.Option(0, help="seed of --subset: the same tasks every time"),
-    instance_ids: Optional[List[str]] = typer.Option(None, "--instance-id", help="only these tasks (repeatable)"),
-    report_only: bool = typer.Option(False, help="run no episodes: report what RUN_DIR holds"),
+    instances: Instances,
+    out: Annotated[Path, typer.Option(help="run directory (resumable): trajectories/, report.json, predictions/, plots")],
+    endpoint: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL (vllm serve), or 'local'")] = None,
+    model: Annotated[Optional[str], typer.Option(help="served model name (default: what /v1/models lists); its "
+                                                      "tokenizer")] = None,
+    tokenizer: Tokenizer = None,
+    runs: Annotated[int, typer.Option(min=1, help="runs = episodes per task (paper: 10)")] = 10,
+    workers: Workers = 4,
+    backend: Backend = "docker",
+    tool_set: ToolSetName = "paper",
+    max_turns: MaxTurns = 40,
+    context_tokens: ContextTokens = 65_536,
+    max_new_tokens: MaxNewTokens = 4_096,
+    timeout_s: TimeoutS = 3_600.0,
+    temperature: Temperature = 1.0,
+    repos_dir: ReposDir = None,
+    cache_dir: CacheDir = None,
+    subset: Annotated[Optional[int], typer.Option(min=1, help="a fixed random subset of this many tasks (paper: 50)")] = None,
+    subset_seed: Annotated[int, typer.Option(help="seed of --subset: the same tasks every time")] = 0,
+    instance_ids: InstanceIds = None,
+    report_only: Annotated[bool, typer.Option(help="run no episodes: report what RUN_DIR holds")] = False,
 ):
     """Evaluate a served model: N runs over the tasks, graded; Pass@1 +- SEM, Pass@k, per repository."""
     from verl_swe.eval.runs import subset_ids
-    from verl_swe.tasks import read_tasks
-    from verl_swe.tasks.loader import select
 
-    tasks, errors = read_tasks(instances)
-    for e in errors:
-        err_console.print(f"[yellow]skipped malformed row[/] {e}")
-    try:
-        tasks = select(tasks, instance_ids)
-    except KeyError as e:
-        raise typer.BadParameter(str(e), param_hint="--instance-id") from None
+    tasks = read_selected_tasks(instances, instance_ids)
     if subset:
         chosen = set(subset_ids([t.instance_id for t in tasks], subset, subset_seed))
         tasks = [t for t in tasks if t.instance_id in chosen]
@@ -86,8 +84,8 @@ def eval_cmd(
         # The same agent loop, resumable store and grading as `verl-swe rollout`: episode r of a task is run r.
         rollout(instances=instances, endpoint=endpoint, model=model, tokenizer=tokenizer, n=runs, out=out,
                 backend=backend, workers=workers, tool_set=tool_set, max_turns=max_turns,
-                context_tokens=context_tokens, max_new_tokens=max_new_tokens, temperature=temperature,
-                repos_dir=repos_dir, cache_dir=cache_dir, instance_ids=ids)
+                context_tokens=context_tokens, max_new_tokens=max_new_tokens, timeout_s=timeout_s,
+                temperature=temperature, repos_dir=repos_dir, cache_dir=cache_dir, instance_ids=ids)
     report(out, {t.instance_id: t.repo for t in tasks}, runs, model or "verl-swe",
            {"subset": subset, "subset_seed": subset_seed, "instances": instances} if subset else None)
 

@@ -3,14 +3,17 @@ Training is verl's SFT trainer: `bash recipes/run_rft_qwen72b.sh`."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from verl_swe.cli.episodes import (Backend, CacheDir, ContextTokens, InstanceIds, Instances, MaxNewTokens, MaxTurns,
+                                   ReposDir, Temperature, TimeoutS, Tokenizer, ToolSetName, Workers,
+                                   read_selected_tasks, run_episodes)
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
@@ -19,77 +22,47 @@ rft_app = typer.Typer(no_args_is_help=True, help="Rejection fine-tuning: collect
 
 @rft_app.command()
 def collect(
-    instances: str = typer.Option(..., help="tasks: .jsonl/.json/.parquet file or a hub dataset name[:split]"),
-    endpoint: str = typer.Option(..., help="OpenAI-compatible server URL (vllm serve), or 'local' for --model on CPU"),
-    model: str = typer.Option(..., help="model name at the endpoint; its tokenizer (HF name or path) templates the chat"),
-    out: Path = typer.Option(..., help="run directory: trajectories/, summary.json, rft_collect.json"),
-    n: int = typer.Option(10, min=1, help="episodes per task (paper: 10)"),
-    demo: Optional[Path] = typer.Option(None, help="one-shot demonstration for the system prompt, collection only: "
-                                                   "a trajectory .json (rendered) or a text file"),
-    tokenizer: Optional[str] = typer.Option(None, help="tokenizer name or path, if not the model's"),
-    backend: str = typer.Option("docker", help="docker or local"),
-    workers: int = typer.Option(4, min=1, help="episodes at once"),
-    tool_set: str = typer.Option("paper", help="paper (```command blocks) or native (tool calls)"),
-    max_turns: int = typer.Option(40, min=1),
-    context_tokens: int = typer.Option(65_536, min=64),
-    max_new_tokens: int = typer.Option(4_096, min=1),
-    temperature: float = typer.Option(1.0, min=0.0),
-    repos_dir: Optional[Path] = typer.Option(None, help="directory of owner__name git clones"),
-    cache_dir: Optional[Path] = typer.Option(None, help="environment cache (default $VERL_SWE_CACHE)"),
-    instance_ids: Optional[List[str]] = typer.Option(None, "--instance-id", help="only these tasks (repeatable)"),
+    instances: Instances,
+    endpoint: Annotated[str, typer.Option(help="OpenAI-compatible server URL (vllm serve), or 'local' for --model on CPU")],
+    model: Annotated[str, typer.Option(help="model name at the endpoint; its tokenizer (HF name or path) templates the chat")],
+    out: Annotated[Path, typer.Option(help="run directory: trajectories/, summary.json, rft_collect.json")],
+    n: Annotated[int, typer.Option(min=1, help="episodes per task (paper: 10)")] = 10,
+    demo: Annotated[Optional[Path], typer.Option(help="one-shot demonstration for the system prompt, collection "
+                                                      "only: a trajectory .json (rendered) or a text file")] = None,
+    tokenizer: Tokenizer = None,
+    backend: Backend = "docker",
+    workers: Workers = 4,
+    tool_set: ToolSetName = "paper",
+    max_turns: MaxTurns = 40,
+    context_tokens: ContextTokens = 65_536,
+    max_new_tokens: MaxNewTokens = 4_096,
+    timeout_s: TimeoutS = 3_600.0,
+    temperature: Temperature = 1.0,
+    repos_dir: ReposDir = None,
+    cache_dir: CacheDir = None,
+    instance_ids: InstanceIds = None,
 ):
     """Run N episodes per task with the RL agent loop; resumes: a task sampled K times gets only N-K more."""
     from pydantic import ValidationError
 
     from verl_swe.agent.config import AgentConfig, LimitsConfig
-    from verl_swe.agent.llm import Sampling
-    from verl_swe.agent.rollout import rollout
-    from verl_swe.agent.runner import AgentRunner
     from verl_swe.rft.collect import RunDirMismatch, claim_run_dir, collection_config
     from verl_swe.rft.demo import DemoError, load_demo
-    from verl_swe.tasks import read_tasks
-    from verl_swe.tasks.loader import select
 
-    tasks, errors = read_tasks(instances)
-    for e in errors:
-        err_console.print(f"[yellow]skipped malformed row[/] {e}")
+    tasks = read_selected_tasks(instances, instance_ids)
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(tokenizer or model)
     try:
-        tasks = select(tasks, instance_ids)
         demo_text = load_demo(demo) if demo is not None else None
         cfg = AgentConfig(tool_set=tool_set, backend=backend, repos_dir=repos_dir, cache_dir=cache_dir,
                           trajectory_dir=out, limits=LimitsConfig(max_turns=max_turns, context_tokens=context_tokens,
-                                                                  max_new_tokens=max_new_tokens))
+                                                                  max_new_tokens=max_new_tokens, timeout_s=timeout_s))
         cfg = collection_config(cfg, demo_text, list(tok.all_special_tokens))
         claim_run_dir(out, demo_text, str(demo) if demo else None, model, tool_set)
     except (KeyError, ValidationError, DemoError, RunDirMismatch) as e:
         raise typer.BadParameter(str(e)) from None
-    runner = AgentRunner(cfg, tok)
-    sampling = Sampling(max_tokens=max_new_tokens, temperature=temperature)
-
-    async def main():
-        if endpoint == "local":
-            from transformers import AutoModelForCausalLM
-
-            from verl_swe.agent.llm_local import TransformersClient
-
-            llm = TransformersClient(AutoModelForCausalLM.from_pretrained(model), runner.chat.end_of_turn_id)
-        else:
-            from verl_swe.agent.llm_openai import OpenAICompletionsClient
-
-            llm = OpenAICompletionsClient(endpoint, model)
-        try:
-            return await rollout(tasks, runner, llm, sampling, n, out, workers=workers, model_name=model, progress=True)
-        finally:
-            if hasattr(llm, "aclose"):
-                await llm.aclose()
-
-    try:
-        summary = asyncio.run(main())
-    finally:
-        runner.close()
+    summary = run_episodes(tasks, cfg, tok, endpoint, model, n, out, workers, temperature)
     console.print(json.dumps({k: v for k, v in summary.items() if k != "per_task"}))
     console.print(f"trajectories: {out / 'trajectories'}   next: verl-swe rft build {out} --out sft.parquet "
                   f"--tokenizer {tokenizer or model}")

@@ -12,10 +12,13 @@ import shlex
 from dataclasses import dataclass
 
 from verl_swe.sandbox.base import Sandbox
+from verl_swe.sandbox.shell import SandboxDied, SandboxError
 from verl_swe.types import Action
 
 WINDOW = 100  # lines shown by open/goto/scroll (SWE-agent's default)
 MAX_SEARCH_HITS = 100
+# File commands read the whole file to the host: `open /dev/zero` or a 2 GB log must be refused, not read.
+MAX_FILE_BYTES = 8 << 20
 
 
 class CommandError(Exception):
@@ -74,10 +77,33 @@ class ACI:
         return posixpath.normpath(posixpath.join(self.state.cwd, path))
 
     async def _lines(self, path: str) -> list[str]:
+        # A directory, a device or a huge file is the agent's mistake (an observation), not a sandbox fault.
+        r = await self.box.exec(f"stat -L -c '%F %s' -- {shlex.quote(path)}", timeout=10)
+        if r.exit_code != 0:
+            raise CommandError(f"File {path} not found")
+        kind, _, size = r.output.strip().rpartition(" ")
+        if kind == "directory":
+            raise CommandError(f"{path} is a directory; use ls to list it")
+        if kind not in ("regular file", "regular empty file"):
+            raise CommandError(f"{path} is not a regular file ({kind})")
+        if int(size) > MAX_FILE_BYTES:
+            raise CommandError(f"{path} has {int(size):,} bytes, more than the file commands read "
+                               f"({MAX_FILE_BYTES:,}); use head, tail, sed -n or grep")
         try:
             return (await self.box.read_file(path)).splitlines(keepends=True)
         except FileNotFoundError:
             raise CommandError(f"File {path} not found") from None
+
+    async def _write(self, path: str, text: str) -> None:
+        try:
+            await self.box.write_file(path, text)
+        except SandboxDied:
+            raise
+        except SandboxError as e:
+            # A path the agent cannot write (under a file, read-only) is its mistake: said in the observation.
+            # A sandbox that no longer answers raises from this probe instead, and ends the episode.
+            await self.box.exec("true", timeout=10)
+            raise CommandError(f"Could not write {path}: {str(e).rpartition('failed: ')[2]}") from None
 
     def _need_open(self, path: str | None) -> str:
         if path:
@@ -129,7 +155,7 @@ class ACI:
         exists = await self.box.exec(f"test -e {shlex.quote(path)}", timeout=10)
         if exists.exit_code == 0:
             raise CommandError(f"File {path} already exists; use open to view it")
-        await self.box.write_file(path, "")
+        await self._write(path, "")
         self.state.file, self.state.first = path, 1
         return f"[File: {path} (0 lines total)]"
 
@@ -140,7 +166,7 @@ class ACI:
             raise CommandError(f"edit {start}:{end} is out of range: {path} has {len(lines)} lines")
         new = [line + "\n" for line in replacement.split("\n")] if replacement != "" else []
         lines[start - 1:min(end, len(lines))] = new
-        await self.box.write_file(path, "".join(lines))
+        await self._write(path, "".join(lines))
         self.state.file = path
         self.state.first = max(1, start - self.window // 2)
         return f"File updated. Please review the changes and make sure they are correct.\n{await self._show()}"
@@ -153,7 +179,7 @@ class ACI:
             raise CommandError(f"{search!r} not found in {path}")
         if count > 1 and not replace_all:
             raise CommandError(f"{search!r} occurs {count} times in {path}; use replace --replace-all or edit")
-        await self.box.write_file(path, text.replace(search, replace))
+        await self._write(path, text.replace(search, replace))
         line = text[: text.index(search)].count("\n") + 1
         self.state.first = max(1, line - self.window // 2)
         return f"Replaced {count} occurrence(s).\n{await self._show()}"

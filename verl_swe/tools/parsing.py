@@ -114,8 +114,9 @@ _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 TOOL_HELP = 'Call exactly one tool per turn as <tool_call>{"name": ..., "arguments": {...}}</tool_call>.'
 
 
-def parse_tool_call(text: str, tool_names: set[str]) -> Action | FormatError:
-    """The single Hermes-style tool call of a native-tool response."""
+def parse_tool_call(text: str, tool_names: set[str], schemas: list[dict] | None = None) -> Action | FormatError:
+    """The single Hermes-style tool call of a native-tool response; with `schemas`, its arguments are checked
+    against the called tool's (so the tools only ever see the types they declare)."""
     calls = _TOOL_CALL.findall(text)
     if not calls:
         return FormatError(f"No tool call found. {TOOL_HELP}")
@@ -139,4 +140,29 @@ def parse_tool_call(text: str, tool_names: set[str]) -> Action | FormatError:
         return FormatError(f"Unknown tool {name!r}; the tools are: {', '.join(sorted(tool_names))}.")
     if not isinstance(args, dict):
         return FormatError(f"The arguments of {name} must be a JSON object.")
+    params = next((t["function"].get("parameters", {}) for t in schemas or () if t["function"]["name"] == name), None)
+    problem = check_arguments(name, args, params) if params is not None else None
+    if problem:
+        return FormatError(f"{problem} {TOOL_HELP}")
     return Action(name, args, json.dumps(call, ensure_ascii=False))
+
+
+_JSON_TYPES = {"integer": int, "number": (int, float), "string": str, "boolean": bool, "object": dict, "array": list}
+
+
+def check_arguments(name: str, args: dict, parameters: dict) -> str | None:
+    """Why `args` do not fit a tool's JSON-schema parameters (required keys, no unknown keys, the declared
+    types; null for an optional one), or None. A list where a string belongs would otherwise reach the tool."""
+    props, required = parameters.get("properties", {}), parameters.get("required", [])
+    missing = [k for k in required if k not in args]
+    if missing:
+        return f"{name} needs the argument(s) {', '.join(missing)}."
+    for key, value in args.items():
+        if key not in props:
+            return f"{name} has no argument {key!r}; its arguments are: {', '.join(props) or 'none'}."
+        want = props[key].get("type")
+        if (value is None and key not in required) or want not in _JSON_TYPES:
+            continue
+        if not isinstance(value, _JSON_TYPES[want]) or (isinstance(value, bool) and want != "boolean"):
+            return f"The argument {key!r} of {name} must be a JSON {want}, not {json.dumps(value)[:40]}."
+    return None

@@ -116,4 +116,4 @@ class NativeToolSet(ToolSet):
         return NATIVE_SCHEMAS
 
     def parse(self, text: str) -> Action | FormatError:
-        return parse_tool_call(text, {s["function"]["name"] for s in NATIVE_SCHEMAS})
+        return parse_tool_call(text, {s["function"]["name"] for s in NATIVE_SCHEMAS}, NATIVE_SCHEMAS)

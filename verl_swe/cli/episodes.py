@@ -1,0 +1,89 @@
+"""What `rollout`, `rft collect` and `eval` share: the options of an episode run, and the run itself.
+
+The options are `Annotated` aliases, so each command declares them in one short line and a Python caller
+(`eval` calls `rollout`) gets plain defaults rather than typer's option objects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+from rich.console import Console
+
+err_console = Console(stderr=True, soft_wrap=True)
+
+Instances = Annotated[str, typer.Option(help="tasks: .jsonl/.json/.parquet file or a hub dataset name[:split]")]
+Tokenizer = Annotated[Optional[str], typer.Option(help="tokenizer name or path, if not the model's")]
+Backend = Annotated[str, typer.Option(help="docker or local")]
+Workers = Annotated[int, typer.Option(min=1, help="episodes at once")]
+ToolSetName = Annotated[str, typer.Option(help="paper (```command blocks) or native (tool calls)")]
+MaxTurns = Annotated[int, typer.Option(min=1, help="turns per episode (paper: 40 in stage 1, 80 in stage 2)")]
+ContextTokens = Annotated[int, typer.Option(min=64, help="token budget of an episode, prompt included")]
+MaxNewTokens = Annotated[int, typer.Option(min=1, help="tokens the model may generate per turn")]
+TimeoutS = Annotated[float, typer.Option(min=0.001, help="wall clock per episode, seconds (then exit_status timeout)")]
+Temperature = Annotated[float, typer.Option(min=0.0)]
+ReposDir = Annotated[Optional[Path], typer.Option(help="directory of owner__name git clones")]
+CacheDir = Annotated[Optional[Path], typer.Option(help="environment cache (default $VERL_SWE_CACHE)")]
+InstanceIds = Annotated[Optional[List[str]], typer.Option("--instance-id", help="only these tasks (repeatable)")]
+
+
+def read_selected_tasks(instances: str, instance_ids: list[str] | None) -> list:
+    """The tasks of `instances` (malformed rows reported and skipped), narrowed to `instance_ids`."""
+    from verl_swe.tasks import read_tasks
+    from verl_swe.tasks.loader import select
+
+    try:
+        tasks, errors = read_tasks(instances)
+    except (FileNotFoundError, ValueError) as e:  # no such file, unknown format, unreachable hub
+        raise typer.BadParameter(str(e), param_hint="--instances") from None
+    for e in errors:
+        err_console.print(f"[yellow]skipped malformed row[/] {e}")
+    try:
+        return select(tasks, instance_ids)
+    except KeyError as e:
+        raise typer.BadParameter(str(e.args[0]), param_hint="--instance-id") from None
+
+
+def run_episodes(tasks: list, config, tokenizer, endpoint: str, model: str, n: int, out: Path, workers: int,
+                 temperature: float) -> dict:
+    """K episodes per task against `endpoint` (or `local`: `model` loaded here), resumable in `out`.
+
+    A failed model server stops the run with exit status 1: the episodes it abandoned are not saved, so
+    rerunning the same command runs exactly those and the ones never started.
+    """
+    from verl_swe.agent.llm import ModelError, Sampling
+    from verl_swe.agent.rollout import rollout
+    from verl_swe.agent.runner import AgentRunner
+
+    runner = AgentRunner(config, tokenizer)
+    sampling = Sampling(max_tokens=config.limits.max_new_tokens, temperature=temperature)
+
+    async def main():
+        if endpoint == "local":
+            from transformers import AutoModelForCausalLM
+
+            from verl_swe.agent.llm_local import TransformersClient
+
+            llm = TransformersClient(AutoModelForCausalLM.from_pretrained(model), runner.chat.end_of_turn_id)
+        else:
+            from verl_swe.agent.llm_openai import OpenAICompletionsClient
+
+            llm = OpenAICompletionsClient(endpoint, model)
+        try:
+            return await rollout(tasks, runner, llm, sampling, n, out, workers=workers, model_name=model,
+                                 progress=True)
+        finally:
+            if hasattr(llm, "aclose"):
+                await llm.aclose()
+
+    try:
+        return asyncio.run(main())
+    except ModelError as e:
+        err_console.print(f"[red]the model failed:[/] {e}\nFinished episodes are saved in {out}; rerun the same "
+                          "command to run the rest.")
+        raise typer.Exit(1) from None
+    finally:
+        runner.close()
