@@ -92,6 +92,20 @@ def test_a_dataset_without_agent_name_is_refused(tmp_path):
         preflight(config("swe_dapo_qwen72b", f"data.train_files={path}"))
 
 
+def test_a_dataset_with_a_malformed_task_row_is_refused_naming_the_row(tmp_path, mini_tasks):
+    # Found before training, not by a rollout worker hours in: every row is checked, the bad ones named.
+    from verl_swe.tasks.rl_data import write_rl_parquet
+
+    good = list(mini_tasks.values())[:3]
+    broken = good[1].model_copy(update={"FAIL_TO_PASS": "[not json"})  # as a bad export would write it
+    path = write_rl_parquet([good[0], broken, good[2]], tmp_path / "train.parquet")
+    with pytest.raises(PreflightError, match=rf"data.train_files {path}: 1 bad row\(s\): row 1: extra_info.task: "
+                                             r"field 'FAIL_TO_PASS'"):
+        preflight(config("swe_dapo_qwen72b", f"data.train_files={path}"))
+    write_rl_parquet(good, path)
+    preflight(config("swe_dapo_qwen72b", f"data.train_files={path}", f"data.val_files={path}"))
+
+
 def test_agent_loop_yaml_is_written_from_the_swe_section(tmp_path):
     from omegaconf import OmegaConf
 

@@ -31,7 +31,7 @@ class TaskLoadError(ValueError):
         super().__init__(f"{len(errors)} malformed task row(s):\n  {shown}{more}")
 
 
-def _explain(e: ValidationError) -> str:
+def explain_validation_error(e: ValidationError) -> str:
     parts = []
     for err in e.errors():
         field = ".".join(str(x) for x in err["loc"]) or "row"
@@ -105,7 +105,7 @@ def read_tasks(source: str | Path) -> tuple[list[Task], list[RowError]]:
         try:
             task = Task.model_validate(row)
         except ValidationError as e:
-            errors.append(RowError(where, iid if isinstance(iid, str) else None, _explain(e)))
+            errors.append(RowError(where, iid if isinstance(iid, str) else None, explain_validation_error(e)))
             continue
         if task.instance_id in seen:
             errors.append(RowError(where, task.instance_id, f"duplicate instance_id (first at {seen[task.instance_id]})"))

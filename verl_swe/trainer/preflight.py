@@ -3,7 +3,7 @@
 - every key of the config exists in verl's `ppo_trainer` (a typo would otherwise be ignored silently);
 - the agent section is a valid AgentConfig; its context fits the data and rollout lengths;
 - rollout sampling is unbiased (P1 Sec. 5.2), unless `swe.allow_biased_sampling=true`;
-- the loss is a token mean (Eq. 8); the dataset rows carry `agent_name: swe_agent` and a task;
+- the loss is a token mean (Eq. 8); every dataset row carries `agent_name: swe_agent` and a valid task;
 - the parallel layout divides and fits (`plan.py`).
 """
 
@@ -97,22 +97,44 @@ def plan_for(config: DictConfig) -> Plan | None:
     return make_plan(m, lay, w)
 
 
-def _dataset_problems(config: DictConfig) -> list[str]:
-    files = config.data.train_files
-    files = [files] if isinstance(files, str) else list(files)
-    problems = []
-    for f in files:
-        path = Path(str(f)).expanduser()
-        if path.suffix != ".parquet" or not path.exists():
-            continue  # remote or not built yet: checked by verl when it loads
-        import pyarrow.parquet as pq
+def _dataset_problems(config: DictConfig, validate_tasks: bool) -> list[str]:
+    """Every row of the local train/val parquet files: `agent_name: swe_agent` and a task in extra_info.task
+    that loads as a Task (when the agent's env is SWE). A bad row found here costs seconds; found by a rollout
+    worker, it would fail a training step hours in."""
+    import pyarrow.parquet as pq
+    from pydantic import ValidationError
 
-        table = pq.read_table(path).slice(0, 8).to_pylist()
-        if not table or any(row.get("agent_name") != "swe_agent" for row in table):
-            problems.append(f"data.train_files {path}: rows need agent_name: swe_agent (build the dataset with "
-                            "verl-swe's dataset builder, or add the column)")
-        elif any(not (row.get("extra_info") or {}).get("task") for row in table):
-            problems.append(f"data.train_files {path}: rows need the task row in extra_info.task")
+    from verl_swe.tasks import Task
+    from verl_swe.tasks.loader import explain_validation_error
+
+    problems = []
+    for key in ("train_files", "val_files"):
+        files = OmegaConf.select(config, f"data.{key}")
+        for f in [files] if isinstance(files, str) else list(files or []):
+            path = Path(str(f)).expanduser()
+            if path.suffix != ".parquet" or not path.exists():
+                continue  # remote or not built yet: checked by verl when it loads
+            table = pq.read_table(path)
+            where = f"data.{key} {path}"
+            if "agent_name" not in table.column_names or set(table.column("agent_name").to_pylist()) != {"swe_agent"}:
+                problems.append(f"{where}: rows need agent_name: swe_agent (build the dataset with verl-swe's "
+                                "dataset builder, or add the column)")
+                continue
+            bad = []
+            extra = table.column("extra_info").to_pylist() if "extra_info" in table.column_names else [None] * len(table)
+            for n, info in enumerate(extra):
+                task = (info or {}).get("task")
+                if not task:
+                    bad.append(f"row {n}: no task row in extra_info.task")
+                elif validate_tasks:
+                    try:
+                        Task.model_validate(json.loads(task) if isinstance(task, str) else task)
+                    except (ValueError, ValidationError) as e:  # JSON or field errors
+                        why = explain_validation_error(e) if isinstance(e, ValidationError) else e
+                        bad.append(f"row {n}: extra_info.task: {why}")
+            if bad:
+                more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
+                problems.append(f"{where}: {len(bad)} bad row(s): " + "; ".join(bad[:5]) + more)
     return problems
 
 
@@ -160,7 +182,7 @@ def preflight(config: DictConfig, check_unknown_keys: bool = True) -> str:
     if sampler and OmegaConf.select(config, "trainer.v1.trainer_mode") != "sync":
         problems.append(f"trainer.v1.trainer_mode={config.trainer.v1.trainer_mode}: the {sampler} sampler "
                         "supports the sync trainer only")
-    problems += _dataset_problems(config)
+    problems += _dataset_problems(config, validate_tasks=agent is None or agent.env == "swe")
     plan = plan_for(config)
     if plan is not None and OmegaConf.select(config, "swe.plan_check", default=True):
         problems += [f"plan: {e}" for e in plan.errors]
