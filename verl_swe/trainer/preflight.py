@@ -97,7 +97,7 @@ def plan_for(config: DictConfig) -> Plan | None:
     return make_plan(m, lay, w)
 
 
-def _dataset_problems(config: DictConfig, validate_tasks: bool) -> list[str]:
+def _dataset_problems(config: DictConfig, validate_tasks: bool = True) -> list[str]:
     """Every row of the local train/val parquet files: `agent_name: swe_agent` and a task in extra_info.task
     that loads as a Task (when the agent's env is SWE). A bad row found here costs seconds; found by a rollout
     worker, it would fail a training step hours in."""
@@ -116,6 +116,9 @@ def _dataset_problems(config: DictConfig, validate_tasks: bool) -> list[str]:
                 continue  # remote or not built yet: checked by verl when it loads
             table = pq.read_table(path)
             where = f"data.{key} {path}"
+            if table.num_rows == 0:
+                problems.append(f"{where}: no rows")
+                continue
             if "agent_name" not in table.column_names or set(table.column("agent_name").to_pylist()) != {"swe_agent"}:
                 problems.append(f"{where}: rows need agent_name: swe_agent (build the dataset with verl-swe's "
                                 "dataset builder, or add the column)")
