@@ -124,8 +124,10 @@ async def _loop(env, tools, llm, chat, limits, sampling, traj, trace) -> tuple[E
         try:
             gen = await llm.generate(trace.ids, _with_max(sampling, min(limits.max_new_tokens, room)),
                                      f"{traj.episode_id}-{index}")
+        except ModelError:
+            raise
         except Exception as e:  # noqa: BLE001 - whatever the client raises, the model failed, not the agent
-            raise e if isinstance(e, ModelError) else ModelError(f"{type(e).__name__}: {e}") from e
+            raise ModelError(f"{type(e).__name__}: {e}") from e
         generation_s = time.monotonic() - t0
         trace.add_generated(gen.token_ids, gen.logprobs)
         if not (gen.token_ids and gen.token_ids[-1] == chat.end_of_turn_id):

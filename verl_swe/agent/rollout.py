@@ -37,6 +37,28 @@ async def rollout(tasks: list[Task], runner: AgentRunner, llm: LLMClient, sampli
     return summarize(tasks, run_dir, n, model_name)
 
 
+async def rollout_at(endpoint: str, model: str, tasks: list[Task], runner: AgentRunner, sampling: Sampling, n: int,
+                     run_dir: Path, workers: int = 4, model_name: str | None = None, progress: bool = False) -> dict:
+    """`rollout` against the OpenAI-compatible server at `endpoint` serving `model` (or, with endpoint `local`,
+    `model` loaded here with transformers); the client is closed after."""
+    if endpoint == "local":
+        from transformers import AutoModelForCausalLM
+
+        from verl_swe.agent.llm_local import TransformersClient
+
+        llm = TransformersClient(AutoModelForCausalLM.from_pretrained(model), runner.chat.end_of_turn_id)
+    else:
+        from verl_swe.agent.llm_openai import OpenAICompletionsClient
+
+        llm = OpenAICompletionsClient(endpoint, model)
+    try:
+        return await rollout(tasks, runner, llm, sampling, n, run_dir, workers=workers,
+                             model_name=model_name or model, progress=progress)
+    finally:
+        if hasattr(llm, "aclose"):
+            await llm.aclose()
+
+
 def summarize(tasks: list[Task], run_dir: Path, n: int, model_name: str) -> dict:
     by_task: dict[str, list] = {t.instance_id: [] for t in tasks}
     for traj in load_trajectories(run_dir):

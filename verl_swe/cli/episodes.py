@@ -55,32 +55,13 @@ def run_episodes(tasks: list, config, tokenizer, endpoint: str, model: str, n: i
     rerunning the same command runs exactly those and the ones never started.
     """
     from verl_swe.agent.llm import ModelError, Sampling
-    from verl_swe.agent.rollout import rollout
+    from verl_swe.agent.rollout import rollout_at
     from verl_swe.agent.runner import AgentRunner
 
     runner = AgentRunner(config, tokenizer)
     sampling = Sampling(max_tokens=config.limits.max_new_tokens, temperature=temperature)
-
-    async def main():
-        if endpoint == "local":
-            from transformers import AutoModelForCausalLM
-
-            from verl_swe.agent.llm_local import TransformersClient
-
-            llm = TransformersClient(AutoModelForCausalLM.from_pretrained(model), runner.chat.end_of_turn_id)
-        else:
-            from verl_swe.agent.llm_openai import OpenAICompletionsClient
-
-            llm = OpenAICompletionsClient(endpoint, model)
-        try:
-            return await rollout(tasks, runner, llm, sampling, n, out, workers=workers, model_name=model,
-                                 progress=True)
-        finally:
-            if hasattr(llm, "aclose"):
-                await llm.aclose()
-
     try:
-        return asyncio.run(main())
+        return asyncio.run(rollout_at(endpoint, model, tasks, runner, sampling, n, out, workers, progress=True))
     except ModelError as e:
         err_console.print(f"[red]the model failed:[/] {e}\nFinished episodes are saved in {out}; rerun the same "
                           "command to run the rest.")

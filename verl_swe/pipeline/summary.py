@@ -28,11 +28,9 @@ def merge_attempts(rl_dir: Path) -> list[dict]:
 
 def grading_seconds(rl_dir: Path) -> float:
     """Mean grading time per RL episode (each episode grades its patch in a fresh sandbox)."""
-    times = []
-    for path in (rl_dir / "trajectories").glob("*/*.json"):
-        grade_s = json.loads(path.read_text()).get("timings", {}).get("grade_s")
-        if grade_s is not None:
-            times.append(grade_s)
+    from verl_swe.agent.trajectories import load_trajectories
+
+    times = [t.timings["grade_s"] for t in load_trajectories(rl_dir) if "grade_s" in t.timings]
     return sum(times) / len(times) if times else 0.0
 
 

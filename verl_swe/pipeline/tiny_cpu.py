@@ -134,23 +134,17 @@ class Pipeline:
 
     def evaluate(self, name: str, model_dir: Path) -> dict:
         from verl_swe.agent.llm import Sampling
-        from verl_swe.agent.llm_openai import OpenAICompletionsClient
-        from verl_swe.agent.rollout import rollout
+        from verl_swe.agent.rollout import rollout_at
         from verl_swe.eval.report import build_report, write_report
         from verl_swe.eval.runs import read_run
 
         run_dir = self.out / "eval" / name
         runner = self.runner(run_dir)
         try:
+            sampling = Sampling(max_tokens=runner.limits.max_new_tokens)
             with vllm_server(model_dir, MODEL_NAME, self.context_tokens(), self.out / "logs" / f"vllm-{name}.log") as url:
-                async def go():
-                    llm = OpenAICompletionsClient(url, MODEL_NAME)
-                    try:
-                        await rollout(self.tasks, runner, llm, Sampling(max_tokens=runner.limits.max_new_tokens),
-                                      self.o.eval_runs, run_dir, workers=4, model_name=name)
-                    finally:
-                        await llm.aclose()
-                asyncio.run(go())
+                asyncio.run(rollout_at(url, MODEL_NAME, self.tasks, runner, sampling, self.o.eval_runs, run_dir,
+                                       workers=4, model_name=name))
         finally:
             runner.close()
         report = build_report(read_run(run_dir), runs=self.o.eval_runs)

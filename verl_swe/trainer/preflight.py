@@ -114,7 +114,9 @@ def _dataset_problems(config: DictConfig, validate_tasks: bool = True) -> list[s
             path = Path(str(f)).expanduser()
             if path.suffix != ".parquet" or not path.exists():
                 continue  # remote or not built yet: checked by verl when it loads
-            table = pq.read_table(path)
+            # only the checked columns: the prompts hold every task's issue text again
+            checked = [c for c in ("agent_name", "extra_info") if c in pq.read_schema(path).names]
+            table = pq.read_table(path, columns=checked)
             where = f"data.{key} {path}"
             if table.num_rows == 0:
                 problems.append(f"{where}: no rows")
