@@ -9,7 +9,7 @@ import shlex
 import uuid
 
 from verl_swe.sandbox.config import DockerSandboxConfig, LocalSandboxConfig
-from verl_swe.sandbox.shell import PersistentShell, SandboxDied, SandboxError
+from verl_swe.sandbox.shell import PersistentShell, SandboxDied, SandboxError, SandboxFileError
 from verl_swe.types import ExecResult
 
 
@@ -65,7 +65,8 @@ class Sandbox(abc.ABC):
         if code == 2:
             raise FileNotFoundError(f"{path}: no such file in sandbox {self.id}")
         if code != 0:
-            raise SandboxError(f"read_file {path} in sandbox {self.id} failed: {data[-500:].decode(errors='replace').strip()}")
+            reason = data[-500:].decode(errors="replace").strip()
+            raise SandboxFileError(f"read_file {path} in sandbox {self.id} failed: {reason}", reason)
         return data
 
     async def write_file(self, path: str, content: str | bytes, timeout: float = 60.0) -> None:
@@ -77,7 +78,8 @@ class Sandbox(abc.ABC):
             cmd, timeout=timeout, head_bytes=4096, tail_bytes=0, kill_after_bytes=1 << 20, stdin=data
         )
         if res.exit_code != 0:
-            raise SandboxError(f"write_file {path} in sandbox {self.id} failed: {res.output.strip()}")
+            reason = res.output.strip()
+            raise SandboxFileError(f"write_file {path} in sandbox {self.id} failed: {reason}", reason)
 
     def _require_shell(self) -> PersistentShell:
         if self._shell is None:

@@ -36,6 +36,18 @@ class SandboxError(RuntimeError):
     """A sandbox could not be started or used."""
 
 
+class SandboxFileError(SandboxError):
+    """A file operation ran in the sandbox and failed (a path under a file, no permission): the sandbox itself
+    answered and is fine. `reason` is what the command said."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+    def __reduce__(self):  # both arguments, so it crosses Ray (pickled) as itself
+        return type(self), (str(self), self.reason)
+
+
 class SandboxDied(SandboxError):
     """The sandbox is gone (container removed, supervisor killed): nothing more can run in it."""
 

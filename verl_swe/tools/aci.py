@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass
 
 from verl_swe.sandbox.base import Sandbox
-from verl_swe.sandbox.shell import SandboxDied, SandboxError
+from verl_swe.sandbox.shell import SandboxFileError
 from verl_swe.types import Action
 
 WINDOW = 100  # lines shown by open/goto/scroll (SWE-agent's default)
@@ -97,13 +97,10 @@ class ACI:
     async def _write(self, path: str, text: str) -> None:
         try:
             await self.box.write_file(path, text)
-        except SandboxDied:
-            raise
-        except SandboxError as e:
+        except SandboxFileError as e:
             # A path the agent cannot write (under a file, read-only) is its mistake: said in the observation.
-            # A sandbox that no longer answers raises from this probe instead, and ends the episode.
-            await self.box.exec("true", timeout=10)
-            raise CommandError(f"Could not write {path}: {str(e).rpartition('failed: ')[2]}") from None
+            # A dead sandbox raises SandboxDied instead, and ends the episode.
+            raise CommandError(f"Could not write {path}: {e.reason}") from None
 
     def _need_open(self, path: str | None) -> str:
         if path:
