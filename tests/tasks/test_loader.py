@@ -24,7 +24,10 @@ REBENCH_ROW = {  # SWE-rebench style: real lists, install_config, docker_image, 
     "FAIL_TO_PASS": ["tests/test_a.py::test_x"], "PASS_TO_PASS": [],
     "install_config": {"python": "3.10", "install": "pip install -e .", "pip_packages": ["pytest", "pytest-cov"],
                        "pre_install": None, "test_cmd": ["pytest -rA"], "log_parser": "parse_log_pytest",
-                       "env_vars": {"A": 1}, "reqs_path": "requirements/test.txt", "no_use_env": False},
+                       "env_vars": {"A": 1}, "reqs_path": "requirements/test.txt", "no_use_env": None,
+                       "env_yml_path": None, "packages": "requirements.txt", "future_key": 7},
+    "requirements": "attrs==23.1.0\npytest==8.3.5\n-e git+https://github.com/owner/proj@abc1234#egg=proj\n",
+    "environment": "name: testbed\ndependencies:\n  - python=3.10\n",
     "docker_image": "swerebench/sweb.eval.x86_64.owner_1776_proj-17",
     "meta": {"llm_score": {"difficulty_score": 1, "issue_text_score": 0, "test_score": 1}},
 }
@@ -42,7 +45,9 @@ def test_rebench_row_install_config_image_and_scores():
     cfg = t.install_config
     assert cfg.pip_packages == ["pytest", "pytest-cov"] and cfg.pre_install == [] and cfg.reqs_path == ["requirements/test.txt"]
     assert cfg.test_cmd == "pytest -rA" and cfg.env_vars == {"A": "1"}
-    assert cfg.model_extra == {"no_use_env": False}  # unknown keys kept
+    assert cfg.no_use_env is None and cfg.env_yml_path == [] and cfg.packages == "requirements.txt"
+    assert cfg.model_extra == {"future_key": 7}  # unknown keys kept
+    assert t.requirements.startswith("attrs==23.1.0") and t.environment.startswith("name: testbed")
     assert t.image == REBENCH_ROW["docker_image"] and t.llm_score["test_score"] == 1
     assert t.setup_commit == "abc1234"
     # SWE-Gym / SWE-smith name the image `image_name`

@@ -1,10 +1,16 @@
 """Test commands, log parsers and environment keys: pure functions, no sandbox."""
 
+from pathlib import Path
+
 import pytest
 
 from verl_swe.tasks import Task
 from verl_swe.tasks.env_plan import EnvBuildError, plan_env
 from verl_swe.tasks.spec import DEFAULT_TEST_CMD, SpecError, make_test_spec
+from verl_swe.tasks.target import Target
+
+PY311 = Target("3.11.2", "x86_64", "2.36", frozenset({"git", "python3"}))
+PY312 = Target("3.12.1", "x86_64", "2.36")
 
 TEST_PATCH = ("diff --git a/tests/test_a.py b/tests/test_a.py\n--- a/tests/test_a.py\n+++ b/tests/test_a.py\n@@ -1 +1 @@\n-a\n+b\n"
               "diff --git a/tests/data/x.json b/tests/data/x.json\nnew file mode 100644\n--- /dev/null\n+++ b/tests/data/x.json\n"
@@ -40,33 +46,36 @@ def test_unknown_parser_is_named():
 
 def test_env_keys_share_what_can_be_shared():
     cfg = {"pip_packages": ["pytest"], "install": ""}
-    a, b = plan_env(task(install_config=cfg), "3.11", "img"), plan_env(task(repo="x/y", install_config=cfg), "3.11", "img")
+    a, b = plan_env(task(install_config=cfg), PY311, "img"), plan_env(task(repo="x/y", install_config=cfg), PY311, "img")
     assert a.key == b.key and not a.needs_repo  # nothing reads the repository: one env for all repos
     editable = {**cfg, "install": "pip install -e ."}
-    v1 = plan_env(task(install_config=editable, environment_setup_commit="e" * 40), "3.11", "img")
+    v1 = plan_env(task(install_config=editable, environment_setup_commit="e" * 40), PY311, "img")
     v1_other_task = plan_env(task(install_config=editable, environment_setup_commit="e" * 40, base_commit="c" * 40),
-                             "3.11", "img")
-    v2 = plan_env(task(install_config=editable, environment_setup_commit="f" * 40), "3.11", "img")
+                             PY311, "img")
+    v2 = plan_env(task(install_config=editable, environment_setup_commit="f" * 40), PY311, "img")
     assert v1.needs_repo and v1.key == v1_other_task.key != v2.key  # one env per repo version
-    assert plan_env(task(install_config=cfg), "3.12", "img").key != a.key
-    assert plan_env(task(install_config=cfg), "3.11", "other-base").key != a.key
+    assert plan_env(task(install_config=cfg), PY312, "img").key != a.key
+    assert plan_env(task(install_config=cfg), PY311, "other-base").key != a.key
 
 
 def test_build_script_installs_offline_in_order():
     plan = plan_env(task(install_config={"pre_install": ["echo pre"], "pip_packages": ["pytest==8.3.2", "a b"],
                                          "reqs_path": ["requirements/test.txt"], "install": "pip install -e .",
-                                         "env_vars": {"X": "1 2"}}), "3.11", "img")
+                                         "env_vars": {"X": "1 2"}}), PY311, "img")
     lines = plan.script.splitlines()
-    assert lines[1].startswith("export PIP_NO_INDEX=1")
-    order = [lines.index(x) for x in ("export X='1 2'", "echo pre", "pip install pytest==8.3.2 'a b'",
-                                      "pip install -r requirements/test.txt", "pip install -e .")]
+    assert any(ln.startswith("export PIP_NO_INDEX=1") for ln in lines[:5])
+    # swebench's order: pre_install, the requirement files, pip_packages, then the install line
+    order = [lines.index(x) for x in ("export X='1 2'", "echo pre", "pip install -r requirements/test.txt",
+                                      "pip install pytest==8.3.2 'a b'", "pip install -e .")]
     assert order == sorted(order)
-    assert plan.pip_requirements == ["pytest==8.3.2", "a b"] and plan.reqs_paths == ["requirements/test.txt"]
+    # what the host fetches before the offline build: each step's own requirements, from the repository
+    fetched = [args for args, _ in plan.fetch_args(Path("/w"))]
+    assert ["pytest==8.3.2", "a b"] in fetched and ["-r", "requirements/test.txt"] in fetched and ["."] in fetched
 
 
 def test_conda_environments_need_a_published_image():
-    with pytest.raises(EnvBuildError, match="conda environments .*published image"):
-        plan_env(task(install_config={"packages": "environment.yml"}), "3.11", "img")
+    with pytest.raises(EnvBuildError, match="refused before building: .*conda.*published image"):
+        plan_env(task(install_config={"packages": "environment.yml"}), PY311, "img")
 
 
 def test_swebench_rows_without_install_config_use_the_published_image_name():

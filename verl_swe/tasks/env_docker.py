@@ -14,9 +14,11 @@ from pathlib import Path
 
 from verl_swe.sandbox.config import BASE_IMAGE, LABEL, DockerSandboxConfig
 from verl_swe.sandbox.docker import docker_client
-from verl_swe.tasks.env_plan import EnvBuildError, download_wheels, plan_env
+from verl_swe.tasks.env_build import build_offline, fetch_all
+from verl_swe.tasks.env_plan import EnvBuildError, needs_repo, plan_env
 from verl_swe.tasks.repos import RepoStore, file_lock
 from verl_swe.tasks.schema import Task
+from verl_swe.tasks.target import PROBE, Target
 
 logger = logging.getLogger(__name__)
 VENV = "/opt/venv"
@@ -40,28 +42,37 @@ def _image_exists(client, name: str) -> bool:
         return False
 
 
-def image_python(base_image: str, docker_host: str | None, cache_dir: Path) -> tuple[str, str]:
-    """(python "X.Y", image id) of the base image, to fetch wheels that fit it; cached per image id."""
+def image_target(base_image: str, docker_host: str | None, cache_dir: Path) -> tuple[Target, str]:
+    """(the interpreter and platform of the base image, image id), to fetch what fits it; cached per image id."""
     client = docker_client(docker_host)
     image_id = client.images.get(base_image).id
-    known = cache_dir / "image-python" / image_id.replace(":", "_")
+    known = cache_dir / "image-target" / image_id.replace(":", "_")
     if not known.exists():
-        out = client.containers.run(base_image, ["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                                    remove=True, network_mode="none")
+        out = client.containers.run(base_image, ["python3", "-c", PROBE], remove=True, network_mode="none")
         known.parent.mkdir(parents=True, exist_ok=True)
-        known.write_text(out.decode().strip())
-    return known.read_text(), image_id
+        known.write_text(out.decode())
+    return Target.from_probe(known.read_text()), image_id
 
 
-def _build(client, context: Path, tag: str, labels: dict[str, str]) -> None:
+def _build_log(chunks) -> str:
+    return "".join(x.get("stream", "") or x.get("error", "") for x in chunks if isinstance(x, dict))
+
+
+def _try_build(client, context: Path, tag: str, labels: dict[str, str]) -> tuple[bool, str]:
     import docker
 
     try:
-        client.images.build(path=str(context), tag=tag, network_mode="none", rm=True, forcerm=True,
-                            labels={LABEL: "env", **labels})
+        _, chunks = client.images.build(path=str(context), tag=tag, network_mode="none", rm=True, forcerm=True,
+                                        labels={LABEL: "env", **labels})
+        return True, _build_log(chunks)
     except docker.errors.BuildError as e:
-        log = "".join(x.get("stream", "") or x.get("error", "") for x in e.build_log if isinstance(x, dict))
-        raise EnvBuildError(f"building {tag} failed: {e.msg}\n{log[-2500:]}") from None
+        return False, _build_log(e.build_log) + f"\n{e.msg}\n"
+
+
+def _build(client, context: Path, tag: str, labels: dict[str, str]) -> None:
+    ok, log = _try_build(client, context, tag, labels)
+    if not ok:
+        raise EnvBuildError(f"building {tag} failed: {log.strip().splitlines()[-1]}\n{log[-2500:]}")
 
 
 def prepare_docker(task: Task, store: RepoStore, template: DockerSandboxConfig) -> DockerSandboxConfig:
@@ -87,18 +98,20 @@ def _prepare(task: Task, store: RepoStore, template: DockerSandboxConfig) -> Doc
     base = template.image if template.image else BASE_IMAGE
     if not _image_exists(client, base):
         raise EnvBuildError(f"base image {base} is missing: run envs/base/build.sh")
-    python, base_id = image_python(base, template.docker_host, store.cache_dir)
-    plan = plan_env(task, python, base_id)
+    target, base_id = image_target(base, template.docker_host, store.cache_dir)
+    setup_repo = store.snapshot(task, task.setup_commit) if needs_repo(task) else None
+    plan = plan_env(task, target, base_id, setup_repo)
     env_tag = f"verl-swe/env:{plan.key}"
     with file_lock(store.cache_dir / "locks" / f"docker-env-{plan.key}.lock"):
         if not _image_exists(client, env_tag):
             with tempfile.TemporaryDirectory(prefix="verl-swe-build-") as ctx:
                 ctx = Path(ctx)
                 if plan.needs_repo:
-                    shutil.copytree(store.snapshot(task, task.setup_commit), ctx / "repo", symlinks=True)
+                    shutil.copytree(setup_repo, ctx / "repo", symlinks=True)
                 else:
                     (ctx / "repo").mkdir()
-                download_wheels(plan, python, ctx / "wheels", ctx / "repo")
+                fetcher = fetch_all(plan, target, ctx / "wheels", ctx / "repo" if plan.needs_repo else None,
+                                    task.instance_id)
                 (ctx / "build.sh").write_text(plan.script)
                 env_lines = "".join(f"ENV {k}={_quote(v)}\n" for k, v in plan.env_vars.items())
                 (ctx / "Dockerfile").write_text(
@@ -108,7 +121,8 @@ def _prepare(task: Task, store: RepoStore, template: DockerSandboxConfig) -> Doc
                     f"ENV PATH={VENV}/bin:{DEFAULT_PATH} VIRTUAL_ENV={VENV}\n{env_lines}"
                 )
                 logger.info("building %s for %s", env_tag, task.instance_id)
-                _build(client, ctx, env_tag, {"verl-swe.env-key": plan.key})
+                build_offline(plan, fetcher, lambda: _try_build(client, ctx, env_tag, {"verl-swe.env-key": plan.key}),
+                              store.cache_dir / "build-logs" / f"docker-{plan.key}.log", task.instance_id, "docker")
     task_key = hashlib.sha256(f"{plan.key}/{task.repo}@{task.base_commit}".encode()).hexdigest()[:16]
     task_tag = f"verl-swe/task:{task_key}"
     with file_lock(store.cache_dir / "locks" / f"docker-task-{task_key}.lock"):

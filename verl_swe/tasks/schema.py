@@ -24,8 +24,10 @@ class InstallConfig(BaseModel):
     log_parser: str | None = None
     env_vars: dict[str, str] = Field(default_factory=dict)
     eval_commands: list[str] = Field(default_factory=list)
+    env_yml_path: list[str] = Field(default_factory=list)  # conda environment files (SWE-rebench)
+    no_use_env: bool | None = None  # conda: install into the base env, not a new one (a venv here either way)
 
-    @field_validator("pre_install", "reqs_path", "eval_commands", "pip_packages", mode="before")
+    @field_validator("pre_install", "reqs_path", "eval_commands", "pip_packages", "env_yml_path", mode="before")
     @classmethod
     def _one_or_many(cls, v: Any) -> Any:
         if v is None:
@@ -40,7 +42,25 @@ class InstallConfig(BaseModel):
     @field_validator("env_vars", mode="before")
     @classmethod
     def _env(cls, v: Any) -> Any:
-        return {} if v is None else {k: str(x) for k, x in v.items()}
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            raise ValueError(f"env_vars must be a mapping of names to values, got {type(v).__name__}")
+        return {k: str(x) for k, x in v.items()}
+
+    @field_validator("packages", "install", mode="before")
+    @classmethod
+    def _text(cls, v: Any, info) -> Any:
+        if v is None:
+            return "" if info.field_name == "install" else None
+        if isinstance(v, list) and all(isinstance(x, str) for x in v):  # a list of packages or commands
+            return (" && " if info.field_name == "install" else " ").join(v)
+        return v
+
+    @field_validator("python", mode="before")
+    @classmethod
+    def _python(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v  # 3.9 written as a number
 
 
 class Task(BaseModel):
@@ -60,6 +80,9 @@ class Task(BaseModel):
     hints_text: str = ""
     created_at: str | None = None
     install_config: InstallConfig | None = None
+    # SWE-rebench: the environment the row was validated in, as a pip freeze and as a conda env file.
+    requirements: str | None = None
+    environment: str | None = None
     image: str | None = None  # a published image that already holds the environment
     # swebench>=5 rows carry their own eval script and parser; SWE-rebench rows use install_config.
     eval_script: str | None = None
