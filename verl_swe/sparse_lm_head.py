@@ -1,0 +1,134 @@
+"""The LM head only where a log-prob is used: the positions whose next token carries loss.
+
+verl's FSDP engine computes the vocabulary projection and log-softmax at every position of every sequence,
+then masks all but the trained ones. An SWE trajectory is mostly prompt and observations: the action tokens
+(response_mask = 1) are ~15-30% of a tiny CPU episode and a few percent of a 131k-token one, while the head
+(152k x hidden) is the largest single matmul per token. This patch passes Hugging Face's own
+`logits_to_keep` (a tensor of positions) to the model, so the head runs only where verl's loss reads a
+log-prob, and scatters the result back to verl's layout; every other position holds 0, which every consumer
+masks out (ppo_loss and the entropy/KL/mismatch metrics use `response_mask`, sft_loss uses `loss_mask`).
+
+Measured on the 2-core CPU (bench/README.md, "CPU pipeline"): the head's forward+backward at 2,048 tokens
+takes ~3.8 s of the ~4 s a tiny-model step spends per 2k tokens. Log-probs and gradients at the kept
+positions equal the full head's (tests/platform/test_sparse_lm_head.py).
+
+It applies where the mapping is exact and falls back to verl's path otherwise: Ulysses sequence parallel,
+packed-length padding, fused kernels, distillation and sum(pi^2) are left to verl. `VERL_SWE_SPARSE_LM_HEAD=0`
+turns it off. Patched right after verl's transformer_impl module executes (verl_swe/import_hooks.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from verl_swe.import_hooks import after_import
+
+_KEY = "verl_swe_kept_positions"
+
+
+def enabled() -> bool:
+    return os.environ.get("VERL_SWE_SPARSE_LM_HEAD", "1") != "0"
+
+
+def kept_positions(micro_batch) -> torch.Tensor | None:
+    """Flat positions (in verl's packed order, sequence after sequence) whose log-prob a loss reads.
+
+    SFT batches carry a nested `loss_mask` over the whole sequence; sft_loss reads log_prob[p] where
+    loss_mask[p + 1] is set (it rolls the mask left by one). RL batches carry `loss_mask` = response_mask
+    over the padded responses; verl maps response token j of a sequence back to the packed position that
+    predicts it with `no_padding_2_padding`, so the same function applied to the positions themselves gives
+    the map."""
+    from verl.workers.utils.padding import no_padding_2_padding
+
+    loss_mask = micro_batch.get("loss_mask", None)
+    if loss_mask is None:
+        return None
+    total = micro_batch["input_ids"].values().shape[0]
+    if loss_mask.is_nested:
+        rolled = torch.roll(loss_mask.values(), shifts=-1, dims=0)
+        kept = rolled.nonzero().flatten()
+    else:
+        if "prompts" not in micro_batch or "responses" not in micro_batch:
+            return None
+        positions = torch.arange(total, device=loss_mask.device)
+        by_response = no_padding_2_padding(positions, micro_batch)  # (bsz, max_response_len), padded with 0
+        kept = by_response[loss_mask.bool()]
+    if kept.numel() == 0:
+        # An all-masked micro-batch (verl pads batches with such rows) still needs a graph for backward.
+        kept = torch.zeros(1, dtype=torch.long, device=loss_mask.device)
+    return torch.unique(kept)  # sorted
+
+
+def _takes_logits_to_keep(module) -> bool:
+    """Hugging Face causal LMs take `logits_to_keep` (an int, or a tensor of positions) in transformers 5."""
+    import inspect
+
+    inner = getattr(module, "_fsdp_wrapped_module", module)
+    return "logits_to_keep" in inspect.signature(type(inner).forward).parameters
+
+
+def _applies(engine, micro_batch) -> bool:
+    from verl.utils import tensordict_utils as tu
+
+    flag = lambda key, default=False: tu.get_non_tensor_data(data=micro_batch, key=key, default=default)  # noqa: E731
+    return (enabled() and not engine.use_ulysses_sp and not flag("use_fused_kernels")
+            and not flag("distillation_use_topk") and not flag("distillation_only")
+            and not flag("calculate_sum_pi_squared") and "multi_modal_inputs" not in micro_batch.keys()
+            and _takes_logits_to_keep(engine.module))
+
+
+def _patch(transformer_impl) -> None:
+    engine_cls = transformer_impl.FSDPEngineWithLMHead
+    original_inputs, original_outputs = engine_cls.prepare_model_inputs, engine_cls.prepare_model_outputs
+
+    def prepare_model_inputs(self, micro_batch):
+        model_inputs, output_args = original_inputs(self, micro_batch)
+        if not _applies(self, micro_batch) or output_args.get("pad_size", 0):
+            return model_inputs, output_args
+        kept = kept_positions(micro_batch)
+        if kept is None:
+            return model_inputs, output_args
+        offsets = micro_batch["input_ids"].offsets()
+        if "temperature_rmpad" in output_args:  # packed (1, total_nnz)
+            columns, index = kept, (torch.zeros_like(kept), torch.arange(kept.numel(), device=kept.device))
+        else:  # padded (bsz, max_seq_len): one set of columns for the batch, the union of every row's
+            rows = torch.searchsorted(offsets, kept, right=True) - 1
+            cols = kept - offsets[rows]
+            columns = torch.unique(cols)
+            index = (rows, torch.searchsorted(columns, cols))
+        model_inputs["logits_to_keep"] = columns
+        output_args[_KEY] = (kept, index, offsets)
+        return model_inputs, output_args
+
+    def prepare_model_outputs(self, output, output_args, micro_batch, logits_processor_func):
+        if _KEY not in output_args:
+            return original_outputs(self, output, output_args, micro_batch, logits_processor_func)
+        from verl.utils import tensordict_utils as tu
+        from verl.utils.torch_functional import entropy_from_logits, logprobs_from_logits
+
+        kept, index, offsets = output_args[_KEY]
+        logits = output.logits[index]  # (kept, vocab)
+        if "temperature_rmpad" in output_args:
+            temperature = output_args["temperature_rmpad"][kept]
+        else:
+            temperature = output_args["temperature"].to(logits.dtype)[index[0]]
+        logits = logits / temperature.unsqueeze(-1)
+        labels = output_args["input_ids_rmpad_rolled"][kept]
+        total = output_args["input_ids_rmpad_rolled"].shape[0]
+
+        def scatter(values: torch.Tensor) -> torch.Tensor:
+            full = torch.zeros(total, dtype=values.dtype, device=values.device).index_put((kept,), values)
+            return torch.nested.nested_tensor_from_jagged(full, offsets)
+
+        model_output = {"log_probs": scatter(logprobs_from_logits(logits=logits, labels=labels))}
+        if tu.get_non_tensor_data(data=micro_batch, key="calculate_entropy", default=False):
+            model_output["entropy"] = scatter(entropy_from_logits(logits))
+        return model_output
+
+    engine_cls.prepare_model_inputs = prepare_model_inputs
+    engine_cls.prepare_model_outputs = prepare_model_outputs
+
+
+after_import("verl.workers.engine.fsdp.transformer_impl", _patch)
