@@ -2,13 +2,15 @@
 
 - policy loss `swe_dapo`: P1 Eq. 8 (decoupled clip, no dual clip), token-mean over the action tokens of
   the whole mini-batch on every rank (verl's engine supplies `global_batch_info`).
-Advantages need no registration: verl's `grpo` is P1 Eq. 2 (tests/algo check it against ours).
+Advantages need no registration: verl's `grpo` is P1 Eq. 2 (tests/algo check it against ours). The negative
+control `grpo_sign_flipped` (verl_swe/algo/controls.py) is registered for learning runs.
 """
 
 from __future__ import annotations
 
 from verl.trainer.ppo.core_algos import register_policy_loss
 
+import verl_swe.algo.controls  # noqa: F401  (registers the negative-control estimator)
 from verl_swe.algo.loss import dapo_token_loss
 
 
