@@ -87,6 +87,8 @@ def prepare_docker(task: Task, store: RepoStore, template: DockerSandboxConfig) 
 
 def _prepare(task: Task, store: RepoStore, template: DockerSandboxConfig) -> DockerSandboxConfig:
     client = docker_client(template.docker_host)
+    if task.meta.get("harbor"):
+        return _prepare_harbor(client, task, task.meta["harbor"], store, template)
     image = task.image or (swebench_image(task.instance_id) if task.install_config is None else None)
     if image and (_image_exists(client, image) or _try_pull(client, image)):
         # Other images keep the PATH their own ENV sets.
@@ -134,6 +136,42 @@ def _prepare(task: Task, store: RepoStore, template: DockerSandboxConfig) -> Doc
                 (ctx / "Dockerfile").write_text(f"FROM {env_tag}\nRUN rm -rf /testbed\nCOPY repo /testbed\n")
                 _build(client, ctx, task_tag, {"verl-swe.instance": task.instance_id})
     return template.model_copy(update={"image": task_tag})
+
+
+# The agent's changes are a `git diff` of its working directory, so that directory becomes one commit.
+_GIT_LAYER = ('RUN git rev-parse --git-dir >/dev/null 2>&1 || { git init -q -b main && git add -A -f && '
+              'git -c user.name=verl-swe -c user.email=verl-swe@localhost commit -q --allow-empty -m base; }\n')
+
+
+def _prepare_harbor(client, task: Task, harbor: dict, store: RepoStore,
+                    template: DockerSandboxConfig) -> DockerSandboxConfig:
+    """A harbor task's image: its task.toml docker_image when present here, else its environment/Dockerfile
+    built with no network; then the working directory as a one-commit repository."""
+    env_dir = Path(harbor["dir"]) / "environment"
+    image = harbor.get("docker_image")
+    if not (image and _image_exists(client, image)):
+        image = f"verl-swe/harbor-env:{harbor['environment_hash']}"
+        with file_lock(store.cache_dir / "locks" / f"harbor-{harbor['environment_hash']}.lock"):
+            if not _image_exists(client, image):
+                ok, log = _try_build(client, env_dir, image, {"verl-swe.instance": task.instance_id})
+                if not ok:
+                    last = log.strip().splitlines()[-1] if log.strip() else "no output"
+                    raise EnvBuildError(f"{task.instance_id}: building the harbor environment {env_dir}/Dockerfile "
+                                        f"failed: {last[:300]}. Builds here have no network and pull nothing: "
+                                        f"FROM an image present locally (e.g. {BASE_IMAGE})\n{log[-2500:]}")
+    tag = f"verl-swe/harbor:{hashlib.sha256(image.encode() + client.images.get(image).id.encode()).hexdigest()[:16]}"
+    if not _image_exists(client, tag):
+        with tempfile.TemporaryDirectory(prefix="verl-swe-build-") as ctx:
+            (Path(ctx) / "Dockerfile").write_text(f"FROM {image}\n{_GIT_LAYER}")
+            ok, log = _try_build(client, Path(ctx), tag, {"verl-swe.instance": task.instance_id})
+            if not ok:
+                raise EnvBuildError(f"{task.instance_id}: committing the harbor image's working directory failed "
+                                    f"(does the image have git?): {log.strip().splitlines()[-1][:300]}")
+    workdir = client.images.get(tag).attrs["Config"].get("WorkingDir") or "/"
+    if workdir == "/":
+        raise EnvBuildError(f"{task.instance_id}: {env_dir}/Dockerfile sets no WORKDIR: the agent's working "
+                            "directory (and its patch) would be the whole filesystem")
+    return template.model_copy(update={"image": tag, "workdir": workdir})
 
 
 def _quote(v: str) -> str:

@@ -34,6 +34,9 @@ def _system_target() -> tuple[Target, str]:
 
 
 async def prepare_local(task: Task, store: RepoStore, template: LocalSandboxConfig) -> LocalSandboxConfig:
+    if task.meta.get("harbor"):
+        raise EnvBuildError(f"{task.instance_id}: harbor tasks need the docker backend: their environment is a "
+                            "Dockerfile, which the local backend cannot build")
     if task.install_config is None:
         raise EnvBuildError(f"{task.instance_id}: no install_config; the local backend builds environments only "
                             "from one (rows that rely on a published image need the docker backend)")

@@ -1,4 +1,5 @@
-"""Read tasks from JSONL, JSON, parquet or a Hugging Face dataset; bad rows are named, good rows kept."""
+"""Read tasks from JSONL, JSON, parquet, harbor task directories or a Hugging Face dataset; bad rows are
+named, good rows kept."""
 
 from __future__ import annotations
 
@@ -47,7 +48,11 @@ def _rows(source: str) -> Iterator[tuple[str, Any]]:
             yield from _hub_rows(source)
             return
         raise FileNotFoundError(f"task file {source} does not exist")
-    if path.suffix == ".jsonl":
+    if path.is_dir():  # a harbor task directory, or a dataset of them
+        from verl_swe.tasks.harbor import harbor_rows
+
+        yield from harbor_rows(path)
+    elif path.suffix == ".jsonl":
         with path.open() as f:
             for n, line in enumerate(f, 1):
                 if not line.strip():
@@ -74,7 +79,8 @@ def _rows(source: str) -> Iterator[tuple[str, Any]]:
         for n, row in enumerate(pq.read_table(path).to_pylist()):
             yield f"{path}[row {n}]", row
     else:
-        raise ValueError(f"task file {source}: unknown format {path.suffix!r} (use .jsonl, .json or .parquet)")
+        raise ValueError(f"task file {source}: unknown format {path.suffix!r} (use .jsonl, .json, .parquet or a "
+                         "harbor task directory)")
 
 
 def _hub_rows(name: str) -> Iterator[tuple[str, Any]]:
