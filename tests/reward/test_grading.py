@@ -31,6 +31,11 @@ async def test_gold_resolves_and_empty_does_not_for_every_mini_task(mini_tasks, 
         assert gold.tests_status["PASS_TO_PASS"]["failure"] == []
         assert empty.error is None and not empty.resolved, (task.instance_id, empty)
         assert sorted(empty.tests_status["FAIL_TO_PASS"]["failure"]) == sorted(task.FAIL_TO_PASS)
+        # The integrity checks ran in full and found nothing, for a fix and for an honest failure alike.
+        for res in (gold, empty):
+            assert not res.tampered and res.integrity["reasons"] == [] and res.static_flags == [], (task.instance_id, res)
+            assert {"probe", "sentinels", "files"} <= set(res.integrity["checks"]), res.integrity
+            assert len(res.integrity["sentinels"]) >= 2
 
 
 @pytest.mark.docker
@@ -131,7 +136,7 @@ async def test_tricks_that_work_unguarded_do_not_resolve(trick, mini_tasks, task
     task = mini_tasks[PAGER]
     patch = EFFECTIVE_TRICKS[trick]
     guarded, unguarded = await asyncio.gather(grade(task, patch, task_envs),
-                                            grade(task, patch, task_envs, guard=False))
+                                            grade(task, patch, task_envs, guard=False, integrity=False))
     assert unguarded.resolved, f"the {trick} trick no longer works unguarded, so this test proves nothing: {unguarded}"
     assert not guarded.resolved and guarded.dropped_files, guarded
     assert guarded.error is None  # dropped files, then an ordinary failing run
@@ -142,7 +147,7 @@ async def test_other_tricks_do_not_resolve(trick, mini_tasks, task_envs):
     task = mini_tasks[PAGER]
     patch = OTHER_TRICKS[trick]
     guarded, unguarded = await asyncio.gather(grade(task, patch, task_envs),
-                                            grade(task, patch, task_envs, guard=False))
+                                            grade(task, patch, task_envs, guard=False, integrity=False))
     assert not guarded.resolved and not unguarded.resolved, (guarded, unguarded)
 
 

@@ -14,7 +14,7 @@ def cli(*args):
 
 
 def test_plan_accepts_the_recipe_and_refuses_a_bad_layout():
-    ok = cli("plan", "--config-name", "swe_dapo_qwen72b_stage2")
+    ok = cli("plan", "--config-name", "swe_dapo_qwen72b_stage2", "swe.run_root=/shared/runs")
     assert ok.returncode == 0 and "12 / 192" in ok.stdout and "ok" in ok.stdout
     bad = cli("plan", "--config-name", "swe_dapo_qwen7b", "trainer.n_gpus_per_node=6")
     assert bad.returncode == 1 and "ulysses_sequence_parallel_size=4 does not divide the 6 GPUs" in bad.stderr

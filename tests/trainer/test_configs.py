@@ -14,9 +14,17 @@ from verl_swe.trainer.preflight import PreflightError, preflight, write_agent_lo
 ROOT = Path(__file__).resolve().parents[2]
 
 
+SHARED = "swe.run_root=/shared/runs"  # the 16-node recipes need absolute paths every node mounts
+
+
 def config(name: str, *overrides: str):
     with initialize_config_module("verl_swe.trainer.config", version_base=None):
-        return compose(config_name=name, overrides=list(overrides))
+        return compose(config_name=name, overrides=[SHARED, *overrides] if "qwen72b" in name else list(overrides))
+
+
+def check(c, **kw) -> str:
+    """The preflight's own rules; test_rehearse.py covers the rehearsal it also runs."""
+    return preflight(c, rehearse=False, **kw)
 
 
 def test_stage1_has_the_papers_values():
@@ -27,15 +35,22 @@ def test_stage1_has_the_papers_values():
     assert (a.clip_ratio_low, a.clip_ratio_high) == (0.2, 0.3) and a.policy_loss.loss_mode == "swe_dapo"
     assert a.loss_agg_mode == "token-mean" and not a.use_kl_loss and a.entropy_coeff == 0 and a.ppo_epochs == 1
     # YaRN x2 takes Qwen2.5's 32k positions to the 65k context, in the trainer and in vLLM alike (P1 App. C)
-    yarn = c.actor_rollout_ref.model.override_config.rope_scaling
-    assert (yarn.type, yarn.factor) == ("yarn", 2.0) and r.engine_kwargs.vllm.hf_overrides.rope_scaling == yarn
+    yarn, hf = c.actor_rollout_ref.model.override_config, r.engine_kwargs.vllm.hf_overrides
+    assert (yarn.rope_parameters.rope_type, yarn.rope_parameters.factor, yarn.rope_parameters.rope_theta) == \
+        ("yarn", 2.0, 1e6) and hf.rope_parameters == yarn.rope_parameters
+    assert yarn.max_position_embeddings == hf.max_position_embeddings == r.max_model_len == 65536
     assert a.optim.lr == 1e-6 and a.optim.weight_decay == 0.1 and a.optim.clip_grad == 1.0
     assert (r.temperature, r.top_p, r.top_k) == (1.0, 1.0, -1) and r.engine_kwargs.vllm.generation_config == "vllm"
     assert c.swe.agent.limits.max_turns == 40 and c.swe.agent.limits.penalty_threshold == 10
     assert c.algorithm.adv_estimator == "grpo" and not c.algorithm.filter_groups.enable
     assert c.trainer.v1.sampler.custom_sampler.name == "DropZeroAdvantageGroups"
     assert c.trainer.nnodes == 16 and c.trainer.n_gpus_per_node == 8
-    assert "KV cache per token" in preflight(c)
+    # stage 1 continues the RFT model, by path (README, "GPU sequence"); 72 iterations (swe_dapo.yaml)
+    assert c.actor_rollout_ref.model.path == "/shared/runs/qwen72b-rft/hf"
+    assert c.trainer.default_local_dir == "/shared/runs/qwen72b-stage1" == c.swe.agent.trajectory_dir
+    assert c.trainer.total_training_steps == 72 and c.trainer.total_epochs * 7249 // 300 >= 72
+    assert c.trainer.v1.sampler.sampler_kwargs.drop_signal == "resolved" and c.trainer.v1.trainer_mode == "swe_sync"
+    assert "KV cache per token" in check(c)
 
 
 def test_stage2_changes_only_the_papers_stage2_keys():
@@ -43,12 +58,16 @@ def test_stage2_changes_only_the_papers_stage2_keys():
     a, r, m = c.actor_rollout_ref.actor, c.actor_rollout_ref.rollout, c.actor_rollout_ref.model
     assert c.data.max_prompt_length + c.data.max_response_length == 131072 == r.max_model_len
     assert c.data.train_batch_size == 100 and a.clip_ratio_high == 0.26 and c.swe.agent.limits.max_turns == 80
-    assert m.override_config.rope_scaling.factor == 4.0 == r.engine_kwargs.vllm.hf_overrides.rope_scaling.factor
-    assert "stage2" in c.data.train_files and c.swe.agent.limits.context_tokens == 131072
+    assert m.override_config.rope_parameters.factor == 4.0 == r.engine_kwargs.vllm.hf_overrides.rope_parameters.factor
+    assert m.override_config.max_position_embeddings == 131072
+    assert c.swe.agent.limits.context_tokens == 131072
+    # the chain: stage 1's export, the curriculum's parquet in stage 1's run dir, 40 more iterations
+    assert m.path == "/shared/runs/qwen72b-stage1/hf" and c.data.train_files == "/shared/runs/qwen72b-stage1/stage2.parquet"
+    assert c.trainer.default_local_dir == "/shared/runs/qwen72b-stage2" and c.trainer.total_training_steps == 40
     s1 = config("swe_dapo_qwen72b")
     assert (a.clip_ratio_low, a.optim.lr, r.n, r.temperature) == (s1.actor_rollout_ref.actor.clip_ratio_low,
                                                                  s1.actor_rollout_ref.actor.optim.lr, 10, 1.0)
-    report = preflight(c)
+    report = check(c)
     assert any(line.startswith("KV cache per 131072-token trajectory") and line.endswith(" 42.9 GB")
                for line in report.splitlines())  # ~43 GB for Qwen2.5-72B at 131k
 
@@ -56,7 +75,8 @@ def test_stage2_changes_only_the_papers_stage2_keys():
 def test_one_node_7b_recipe():
     c = config("swe_dapo_qwen7b")
     assert c.trainer.nnodes == 1 and c.actor_rollout_ref.model.path == "Qwen/Qwen2.5-7B-Instruct"
-    preflight(c)
+    assert c.actor_rollout_ref.model.override_config.rope_parameters.factor == 2.0
+    check(c)
 
 
 @pytest.mark.parametrize("overrides,message", [
@@ -70,16 +90,42 @@ def test_one_node_7b_recipe():
     (["swe.agent.limits.context_tokens=200000"], "exceeds data.max_prompt_length + data.max_response_length"),
     (["actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean"], "swe_dapo (Eq. 8) is a token-mean"),
     (["algorithm.filter_groups.enable=true"], "pick one"),
-    (["trainer.v1.trainer_mode=colocate_async"], "supports the sync trainer only"),
+    (["trainer.v1.trainer_mode=colocate_async"], "supports the sync trainers only"),
     (["data.max_response_length=200000", "swe.agent.limits.context_tokens=65536"], "exceeds rollout.max_model_len"),
 ])
 def test_bad_configs_are_refused_by_name(overrides, message):
     with pytest.raises(PreflightError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")):
-        preflight(config("swe_dapo_qwen72b", *overrides))
+        check(config("swe_dapo_qwen72b", *overrides))
+
+
+def test_relative_paths_are_refused_on_many_nodes_only():
+    with initialize_config_module("verl_swe.trainer.config", version_base=None):
+        c = compose(config_name="swe_dapo_qwen72b", overrides=["swe.run_root=runs"])  # the default without SWE_RUN_ROOT
+    with pytest.raises(PreflightError) as e:
+        check(c)
+    for key in ("trainer.default_local_dir=runs/qwen72b-stage1", "swe.agent.trajectory_dir=runs/qwen72b-stage1",
+                "actor_rollout_ref.model.path=runs/qwen72b-rft/hf", "data.train_files=runs/data/stage1.parquet"):
+        assert f"{key} is relative: with trainer.nnodes=16" in str(e.value)
+    check(config("swe_dapo_qwen7b"))  # one node: relative paths are the driver's, made absolute by main.py
+
+
+def test_total_epochs_cannot_cut_the_iterations_short(tmp_path, mini_tasks):
+    from verl_swe.tasks.rl_data import write_rl_parquet
+
+    data = write_rl_parquet(list(mini_tasks.values()), tmp_path / "train.parquet")  # 10 tasks
+    c = config("swe_dapo_qwen7b", f"data.train_files={data}", f"data.val_files={data}", "data.train_batch_size=4",
+               "actor_rollout_ref.actor.ppo_mini_batch_size=4", "trainer.total_epochs=5", "trainer.total_training_steps=12")
+    with pytest.raises(PreflightError, match=r"trainer.total_epochs=5 stops the run after 10 of "
+                                             r"trainer.total_training_steps=12 iterations .* set trainer.total_epochs>=6"):
+        check(c)
+    report = check(config("swe_dapo_qwen7b", f"data.train_files={data}", f"data.val_files={data}",
+                          "data.train_batch_size=4", "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+                          "trainer.total_training_steps=12"))
+    assert "iterations: 12 iterations: 10 tasks / 4 per iteration = 2 per pass" in report
 
 
 def test_biased_sampling_can_be_opted_into():
-    preflight(config("swe_dapo_qwen72b", "actor_rollout_ref.rollout.top_p=0.9", "swe.allow_biased_sampling=true"))
+    check(config("swe_dapo_qwen72b", "actor_rollout_ref.rollout.top_p=0.9", "swe.allow_biased_sampling=true"))
 
 
 def test_a_dataset_without_agent_name_is_refused(tmp_path):
@@ -89,7 +135,7 @@ def test_a_dataset_without_agent_name_is_refused(tmp_path):
     path = tmp_path / "train.parquet"
     pq.write_table(pa.Table.from_pylist([{"prompt": "x", "extra_info": {"task": "{}"}}]), path)
     with pytest.raises(PreflightError, match="agent_name: swe_agent"):
-        preflight(config("swe_dapo_qwen72b", f"data.train_files={path}"))
+        check(config("swe_dapo_qwen72b", f"data.train_files={path}"))
 
 
 def test_a_dataset_with_a_malformed_task_row_is_refused_naming_the_row(tmp_path, mini_tasks):
@@ -101,9 +147,9 @@ def test_a_dataset_with_a_malformed_task_row_is_refused_naming_the_row(tmp_path,
     path = write_rl_parquet([good[0], broken, good[2]], tmp_path / "train.parquet")
     with pytest.raises(PreflightError, match=rf"data.train_files {path}: 1 bad row\(s\): row 1: extra_info.task: "
                                              r"field 'FAIL_TO_PASS'"):
-        preflight(config("swe_dapo_qwen72b", f"data.train_files={path}"))
+        check(config("swe_dapo_qwen72b", f"data.train_files={path}"))
     write_rl_parquet(good, path)
-    preflight(config("swe_dapo_qwen72b", f"data.train_files={path}", f"data.val_files={path}"))
+    check(config("swe_dapo_qwen72b", f"data.train_files={path}", f"data.val_files={path}", "data.train_batch_size=3"))
 
 
 def test_agent_loop_yaml_is_written_from_the_swe_section(tmp_path):
@@ -134,9 +180,9 @@ def test_the_alternatives_are_one_line_away():
     # DAPO's refill-until-full dynamic sampling instead of dropping without refill
     c = config("swe_dapo_qwen72b", "algorithm.filter_groups.enable=true", "trainer.v1.sampler.custom_sampler.path=null")
     assert c.algorithm.filter_groups.enable and c.trainer.v1.sampler.custom_sampler.path is None
-    preflight(c)
+    check(c)
     # verl's token-level TIS, and the overlong options
-    preflight(config("swe_dapo_qwen72b", "algorithm.rollout_correction.rollout_is=token",
+    check(config("swe_dapo_qwen72b", "algorithm.rollout_correction.rollout_is=token",
                      "swe.agent.overlong.mask_truncated=true", "swe.agent.overlong.soft_penalty_cache_tokens=4096"))
 
 
@@ -155,4 +201,4 @@ def test_the_tiny_cpu_recipe_keeps_the_algorithm_and_passes_the_preflight(tmp_pa
     assert c.trainer.device == "cpu" and not r.enable_sleep_mode and c.ray_kwargs.ray_init.num_gpus == 1
     assert c.actor_rollout_ref.model.override_config == {"attn_implementation": "sdpa"}  # no YaRN, no flash-attn
     assert c.swe.agent.limits.context_tokens == c.data.max_prompt_length + c.data.max_response_length == r.max_model_len
-    preflight(c)  # enable_sleep_mode is a field of verl's RolloutConfig, not a typo
+    check(c)  # enable_sleep_mode is a field of verl's RolloutConfig, not a typo

@@ -1,4 +1,5 @@
-"""`verl-swe plan` and `verl-swe curriculum`: check a training config, build the stage-2 task pool."""
+"""`verl-swe plan`, `rehearse`, `export` and `curriculum`: check a training config, rehearse its start-up,
+export a run's model, build the stage-2 task pool."""
 
 from __future__ import annotations
 
@@ -13,22 +14,30 @@ console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
 
+def _compose(config_name: str, overrides: Optional[List[str]], config_dir: Optional[Path] = None):
+    """The recipe as verl_swe.trainer.main composes it; a Hydra error is exit status 2."""
+    from hydra import compose, initialize_config_dir, initialize_config_module
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        init = initialize_config_dir(str(config_dir.resolve()), version_base=None) if config_dir else \
+            initialize_config_module("verl_swe.trainer.config", version_base=None)
+        with init:
+            return compose(config_name=config_name, overrides=list(overrides or []))
+    except (HydraException, OmegaConfBaseException) as e:
+        err_console.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2) from None
+
+
 def plan(
     config_name: str = typer.Option("swe_dapo_qwen72b", help="a config of verl_swe/trainer/config"),
     overrides: Optional[List[str]] = typer.Argument(None, help="hydra overrides, e.g. trainer.nnodes=8"),
 ):
     """Check divisibility, context and memory of a training config before any GPU is touched."""
-    from hydra import compose, initialize_config_module
-    from hydra.errors import HydraException
-
     from verl_swe.trainer.preflight import PreflightError, plan_for, preflight
 
-    try:
-        with initialize_config_module("verl_swe.trainer.config", version_base=None):
-            cfg = compose(config_name=config_name, overrides=list(overrides or []))
-    except HydraException as e:
-        err_console.print(f"[red]error:[/] {e}")
-        raise typer.Exit(2) from None
+    cfg = _compose(config_name, overrides)
     p = plan_for(cfg)
     if p is not None:
         table = Table(title=f"plan: {config_name} ({cfg.actor_rollout_ref.model.path})")
@@ -38,11 +47,30 @@ def plan(
             table.add_row(k, v)
         console.print(table)
     try:
-        preflight(cfg)
+        preflight(cfg, rehearse=False)  # arithmetic only; `verl-swe rehearse` runs verl's and vLLM's start-up
     except PreflightError as e:
         err_console.print(f"[red]refused:[/]\n{e}")
         raise typer.Exit(1) from None
     console.print("[green]ok[/]: the layout divides, the context fits, and the estimates fit in GPU memory")
+
+
+def rehearse(
+    config_name: str = typer.Option("swe_dapo_qwen72b", help="a config of verl_swe/trainer/config (or --config-dir)"),
+    overrides: Optional[List[str]] = typer.Argument(None, help="hydra overrides, e.g. data.train_files=..."),
+    config_dir: Optional[Path] = typer.Option(None, help="compose from this folder instead of the package's"),
+    engine: bool = typer.Option(True, help="also build vLLM's engine config (--no-engine: verl's side only)"),
+):
+    """A GPU run's start-up on this CPU, in under a minute: verl's config validation, the workers' config
+    dataclasses, verl's vLLM server arguments and vLLM's engine config, RoPE, context, stop tokens, prompts."""
+    from verl_swe.trainer.rehearse import rehearse as run
+
+    cfg = _compose(config_name, overrides, config_dir)
+    r = run(cfg, engine=engine)
+    console.print(r.report(), markup=False, highlight=False)
+    if not r.ok:
+        err_console.print(f"[red]refused:[/] {len(r.findings)} problem(s) a GPU run of {config_name} would hit")
+        raise typer.Exit(1)
+    console.print(f"[green]ok[/]: {config_name} passes verl's and vLLM's start-up logic")
 
 
 def curriculum(

@@ -1,9 +1,11 @@
 """Grade a patch: a fresh sandbox at `base_commit`, the guarded patch, the task's own tests.
 
-Steps (SWE-bench's harness, plus the guard): apply the model patch with test and runner files
-removed; restore and apply the task's `test_patch`; run the test files with pinned settings and a
-timeout; parse the log with swebench's parser and grade it with swebench's functions. Every failure
-is a value: `resolved=False` and the reason in `error`.
+Steps (SWE-bench's harness, plus the guard and the integrity checks): flag the model patch statically
+(static_flags.py); apply it with test and runner files removed; restore and apply the task's `test_patch`;
+insert the sentinel tests and load the grader's pytest probe (integrity/); run the test files with pinned
+settings and a timeout; parse the log with swebench's parser and grade it with swebench's functions; then
+judge the run's integrity (a tampered run is unresolved, `integrity` says why). Every failure is a value:
+`resolved=False` and the reason in `error`.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
+from verl_swe.reward.integrity import IntegrityRun, analyze, judge, log_status
 from verl_swe.reward.patch_guard import guard_patch
+from verl_swe.reward.static_flags import RUNNER_REPOS, flagged_paths, static_flags
 from verl_swe.sandbox import open_sandbox
 from verl_swe.sandbox.shell import SandboxError
 from verl_swe.tasks.env_plan import EnvBuildError
@@ -41,6 +46,9 @@ class GradeResult:
     duration_s: float = 0.0  # the whole grading, environment lookup and sandbox included
     test_duration_s: float | None = None  # the test command alone
     log_path: str | None = None
+    tampered: bool = False  # the integrity checks found the test run manipulated: unresolved whatever the log says
+    integrity: dict | None = None  # their report: reasons (check, detail), notes, checks run, sentinel names
+    static_flags: list[dict] = field(default_factory=list)  # static_flags.StaticFlag of the model patch
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -56,12 +64,14 @@ async def _apply(box, patch_path: str) -> tuple[bool, str]:
 
 
 async def grade(task: Task, patch: str | None, envs: Environments, *, timeout_s: float = 1800.0,
-                log_dir: Path | None = None, guard: bool = True) -> GradeResult:
-    """Grade `patch` for `task`. `guard=False` skips the patch guard (only to measure the guard)."""
+                log_dir: Path | None = None, guard: bool = True, integrity: bool = True,
+                static: Literal["flag", "reject"] = "flag") -> GradeResult:
+    """Grade `patch` for `task`. `guard=False` skips the patch guard and `integrity=False` the integrity checks
+    (both only to measure them). `static="reject"` drops the file diffs that carry a static flag."""
     start = time.monotonic()
     result = GradeResult(task.instance_id)
     try:
-        await _grade(task, patch, envs, timeout_s, log_dir, guard, result)
+        await _grade(task, patch, envs, timeout_s, log_dir, guard, integrity, static, result)
     except (EnvBuildError, RepoError) as e:
         result.error = f"environment: {e}"
     except SpecError as e:
@@ -72,12 +82,16 @@ async def grade(task: Task, patch: str | None, envs: Environments, *, timeout_s:
     return result
 
 
-async def _grade(task, patch, envs, timeout_s, log_dir, guard, result: GradeResult) -> None:
+async def _grade(task, patch, envs, timeout_s, log_dir, guard, integrity, static, result: GradeResult) -> None:
     spec = make_test_spec(task)
-    guarded = guard_patch(patch, task.test_patch) if guard else None
+    flags = static_flags(patch, task.repo)
+    result.static_flags = [f.to_dict() for f in flags]
+    guarded = guard_patch(patch, task.test_patch, reject=flagged_paths(flags) if static == "reject" else None) \
+        if guard else None
     model_patch = guarded.patch if guarded else (patch or "")
     result.dropped_files = guarded.dropped if guarded else {}
     config = await envs.prepare(task)
+    run = _integrity_run(task, spec, model_patch, config.workdir) if integrity else None
     async with open_sandbox(config) as box:
         if model_patch.strip():
             await box.write_file("/tmp/verl_swe_model.patch", model_patch)
@@ -87,9 +101,16 @@ async def _grade(task, patch, envs, timeout_s, log_dir, guard, result: GradeResu
                 return
         result.patch_applied = True
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in DETERMINISTIC_ENV.items())
+        if run is not None:
+            for path, text in run.files().items():
+                await box.write_file(path, text)
+            env = f"{env} {run.env_assignments()}"
         if spec.eval_script:
             # swebench>=5 rows: their script restores test files, applies test_patch, runs and marks.
-            await box.write_file("/tmp/verl_swe_eval.sh", spec.eval_script)
+            script = run.splice(spec.eval_script) if run is not None else None
+            if run is not None and script is None:
+                run.notes.append("the eval script has no swebench markers: no sentinels, no test-file checks")
+            await box.write_file("/tmp/verl_swe_eval.sh", script or spec.eval_script)
             cmd = f"env {env} bash /tmp/verl_swe_eval.sh"
         else:
             # The task's test files exactly as test_patch makes them, whatever the model patch did.
@@ -101,8 +122,12 @@ async def _grade(task, patch, envs, timeout_s, log_dir, guard, result: GradeResu
             if restore.exit_code != 0 or r.exit_code != 0:
                 result.error = f"the task's test_patch does not apply:\n{(restore.output + r.output)[-2000:]}"
                 return
+            if run is not None:
+                await box.exec(f"bash {run.grader_dir}/pre.sh")
             cmd = f"env {env} bash -c {shlex.quote(spec.test_cmd)}"
         r = await box.exec(f"{cmd} > /tmp/verl_swe_test_output.txt 2>&1", timeout=timeout_s)
+        if run is not None and not spec.eval_script:
+            await box.exec(f"bash {run.grader_dir}/post.sh")
         result.test_duration_s = round(r.duration_s, 3)
         if r.timed_out:
             result.error = f"tests timed out after {timeout_s:g} s"
@@ -110,10 +135,33 @@ async def _grade(task, patch, envs, timeout_s, log_dir, guard, result: GradeResu
         result.test_exit_code = r.exit_code
         await box.exec(f"truncate -s \"<{MAX_LOG_BYTES}\" /tmp/verl_swe_test_output.txt")  # a runaway log
         output = (await box.read_bytes("/tmp/verl_swe_test_output.txt", timeout=300)).decode(errors="replace")
+        collected = await run.read_back(box) if run is not None else None
     with tempfile.TemporaryDirectory() as tmp:
         log = (log_dir / task.instance_id / "test_output.txt") if log_dir else Path(tmp) / "test_output.txt"
         write_swebench_log(log, output, result.test_exit_code, eval_script=bool(spec.eval_script))
         result.resolved, result.tests_status = grade_log(task, spec, log)
         result.log_path = str(log) if log_dir else None
+        if run is not None:
+            status, parser, exit_code = log_status(task, spec, log)
+            report = judge(run, collected, log_text=output, log_status=status, parser=parser,
+                           fail_to_pass=list(task.FAIL_TO_PASS), pass_to_pass=list(task.PASS_TO_PASS),
+                           exit_code=exit_code if spec.eval_script else result.test_exit_code)
+            result.integrity, result.tampered = report.to_dict(), report.tampered
+            if report.tampered:
+                result.resolved = False
+                logger.info("grading %s: the test run was tampered with: %s", task.instance_id,
+                            "; ".join(r["detail"] for r in report.reasons)[:500])
     if result.tests_status is None:
         result.error = "no test results in the log (the tests did not run, or their exit code contradicts the log)"
+
+
+def _integrity_run(task: Task, spec, model_patch: str, workdir: str) -> IntegrityRun:
+    from swebench.harness.constants import END_TEST_OUTPUT, START_TEST_OUTPUT
+
+    if spec.eval_script:  # what the script runs between swebench's markers
+        command = spec.eval_script.split(START_TEST_OUTPUT, 1)[-1].split(END_TEST_OUTPUT, 1)[0]
+    else:
+        command = spec.test_cmd
+    shape = analyze(command, spec.log_parser, spec.test_files)
+    return IntegrityRun(shape, workdir, touched_files(model_patch), test_files=list(spec.test_files),
+                        runner_is_code=task.repo in RUNNER_REPOS)

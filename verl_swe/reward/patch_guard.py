@@ -19,8 +19,12 @@ GRADING_RULES = (
     "Your patch is graded by the repository's own tests in a fresh copy of the repository. Changes to "
     "test files (tests/, test_*.py, *_test.py, conftest.py), to test-runner configuration (pytest.ini, "
     "tox.ini, setup.cfg, pyproject.toml, noxfile.py), to sitecustomize/usercustomize or .pth files, compiled "
-    "bytecode (.pyc, __pycache__), new top-level modules named like standard or test-runner modules, symlinks, "
-    "and files outside the repository are discarded before grading. Fix the source code itself."
+    "bytecode (.pyc, __pycache__), packaging metadata (*.dist-info, *.egg-info, entry_points.txt), new "
+    "top-level modules named like standard or test-runner modules, symlinks, and files outside the repository "
+    "are discarded before grading. The grader checks that the test run itself is untouched: code that hooks "
+    "into or replaces pytest, rewrites test results or test files, exits the process early, or patches "
+    "sys.modules, builtins or the import system is flagged as tampering (such files may be discarded), and a "
+    "tampered test run is graded unresolved. Fix the source code itself."
 )
 
 TEST_DIRS = {"test", "tests", "testing"}
@@ -68,6 +72,10 @@ def why_forbidden(diff: FileDiff, protected: set[str]) -> str | None:
             return "test-runner configuration or a file Python loads implicitly"
         if p.suffix == ".pth":
             return "a .pth file (run by Python at startup)"
+        if any(part.endswith((".dist-info", ".egg-info")) for part in p.parts) or p.name == "entry_points.txt":
+            # importlib.metadata scans sys.path, which `python -m pytest` starts with the repository root:
+            # a patch-added x.dist-info/entry_points.txt registers a pytest plugin.
+            return "packaging metadata (read by importlib.metadata: entry points, pytest plugins)"
         if p.suffix in (".pyc", ".pyo") or "__pycache__" in p.parts:
             # Python runs a sourceless .pyc, or a cached one in place of its source: code nobody can review.
             return "compiled bytecode (Python loads it in place of the source)"
@@ -81,17 +89,18 @@ def _top_level_module(first_part: str) -> str:
     return first_part.split(".")[0] if first_part.endswith(MODULE_SUFFIXES) else first_part
 
 
-def guard_patch(patch: str | None, test_patch: str = "") -> GuardedPatch:
+def guard_patch(patch: str | None, test_patch: str = "", reject: dict[str, str] | None = None) -> GuardedPatch:
     """Keep the file diffs of `patch` that are ordinary source changes; name the reason for each drop.
 
-    `test_patch` is the task's test patch: every file it touches is protected.
+    `test_patch` is the task's test patch: every file it touches is protected. `reject`: more paths to drop,
+    with their reasons (grading's `static="reject"`: the files that carry a static tamper flag).
     """
     if not patch or not patch.strip():
         return GuardedPatch("")
     protected = {p for d in split_patch(test_patch) for p in d.paths}
     kept, dropped = [], {}
     for diff in split_patch(patch):
-        reason = why_forbidden(diff, protected)
+        reason = why_forbidden(diff, protected) or next((reject[p] for p in diff.paths if p in (reject or {})), None)
         if reason is None:
             kept.append(diff.text)
         else:

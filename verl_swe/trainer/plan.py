@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from verl_swe.trainer.model_cards import MODELS, hf_config
+
 GB = 1e9
 
 
@@ -38,15 +40,8 @@ class ModelShape:
         return cls(params, L, h, heads, kv, hd, inter, v, c.get("max_position_embeddings", 32768))
 
 
-# Published configs (config.json of the Hugging Face repos), so a plan needs no download.
-KNOWN_MODELS = {
-    "Qwen/Qwen2.5-72B-Instruct": dict(hidden_size=8192, num_hidden_layers=80, num_attention_heads=64,
-                                      num_key_value_heads=8, intermediate_size=29568, vocab_size=152064,
-                                      max_position_embeddings=32768),
-    "Qwen/Qwen2.5-7B-Instruct": dict(hidden_size=3584, num_hidden_layers=28, num_attention_heads=28,
-                                     num_key_value_heads=4, intermediate_size=18944, vocab_size=152064,
-                                     max_position_embeddings=32768),
-}
+# Published configs (config.json of the Hugging Face repos, bundled in model_cards/), so a plan needs no download.
+KNOWN_MODELS = {name: hf_config(name) for name in MODELS}
 
 
 @dataclass(frozen=True)

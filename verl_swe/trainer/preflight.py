@@ -4,11 +4,17 @@
 - the agent section is a valid AgentConfig; its context fits the data and rollout lengths;
 - rollout sampling is unbiased (P1 Sec. 5.2), unless `swe.allow_biased_sampling=true`;
 - the loss is a token mean (Eq. 8); every dataset row carries `agent_name: swe_agent` and a valid task;
-- the parallel layout divides and fits (`plan.py`).
+- the parallel layout divides and fits (`plan.py`);
+- on more than one node, every path a worker on another node reads or writes is absolute (run directory,
+  trajectories, model, data): relative ones resolve against each process's own working directory;
+- the iterations the run will make (trainer.total_training_steps, not cut short by total_epochs);
+- `rehearse.py` (unless swe.rehearse=false): verl's and vLLM's own start-up config logic, the trainer's
+  and the rollout's RoPE, stop tokens and the agent's prompt lengths.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -16,6 +22,9 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from verl_swe.algo.sampling import sampling_problems
 from verl_swe.trainer.plan import KNOWN_MODELS, Layout, ModelShape, Plan, Workload, make_plan
+from verl_swe.trainer.run_checks import iteration_problems, iterations, multinode_path_problems
+
+SYNC_TRAINERS = ("sync", "swe_sync")  # swe_sync: verl's sync trainer, padding spread (spread_trainer.py)
 
 # Sections whose keys are free-form by design (passed through to engines, models or plugins).
 FREE_FORM = ("override_config", "engine_kwargs", "sampler_kwargs", "custom_sampler", "reward_kwargs", "hf_overrides",
@@ -72,19 +81,33 @@ def verl_reference() -> DictConfig:
     return cfg
 
 
-def model_shape(path: str) -> ModelShape | None:
-    if path in KNOWN_MODELS:
-        return ModelShape.from_hf_config(KNOWN_MODELS[path])
+def model_shape(path: str, base_model: str | None = None) -> ModelShape | None:
+    """The shape of model.path: a local folder's config.json, a bundled model, or else `base_model` (the
+    public model an export not written yet descends from, swe.base_model)."""
     cfg = Path(path).expanduser() / "config.json"
-    return ModelShape.from_hf_config(json.loads(cfg.read_text())) if cfg.exists() else None
+    if cfg.exists():
+        return ModelShape.from_hf_config(json.loads(cfg.read_text()))
+    for name in (path, base_model):
+        if name in KNOWN_MODELS:
+            return ModelShape.from_hf_config(KNOWN_MODELS[name])
+    return None
+
+
+def _rope_override(config: DictConfig) -> tuple[float, int | None]:
+    """(factor, original positions) of the trainer's RoPE override (rope_parameters or its old name rope_scaling)."""
+    override = OmegaConf.select(config, "actor_rollout_ref.model.override_config", default=None) or {}
+    rope = override.get("rope_parameters") or override.get("rope_scaling") or {}
+    return float(rope.get("factor") or 1.0), rope.get("original_max_position_embeddings")
 
 
 def plan_for(config: DictConfig) -> Plan | None:
     arr = config.actor_rollout_ref
-    m = model_shape(str(arr.model.path))
+    m = model_shape(str(arr.model.path), OmegaConf.select(config, "swe.base_model", default=None))
     if m is None:
         return None
-    rope = OmegaConf.select(config, "actor_rollout_ref.model.override_config.rope_scaling.factor", default=1.0)
+    rope, original = _rope_override(config)
+    if original:  # YaRN-style: the scaled reach is factor x the trained positions, whatever config.json says
+        m = dataclasses.replace(m, max_positions=int(original))
     lay = Layout(nnodes=config.trainer.nnodes, gpus_per_node=config.trainer.n_gpus_per_node,
                  gpu_memory_gb=float(OmegaConf.select(config, "swe.gpu_memory_gb", default=80)),
                  sp=arr.actor.fsdp_config.ulysses_sequence_parallel_size, rollout_tp=arr.rollout.tensor_model_parallel_size,
@@ -93,7 +116,7 @@ def plan_for(config: DictConfig) -> Plan | None:
     w = Workload(context=config.data.max_prompt_length + config.data.max_response_length,
                  prompts_per_iteration=config.data.train_batch_size, n=arr.rollout.n,
                  mini_batch_prompts=arr.actor.ppo_mini_batch_size, max_token_len_per_gpu=arr.actor.ppo_max_token_len_per_gpu,
-                 rope_scaling=float(rope or 1.0), rollout_max_model_len=arr.rollout.max_model_len)
+                 rope_scaling=rope, rollout_max_model_len=arr.rollout.max_model_len)
     return make_plan(m, lay, w)
 
 
@@ -143,7 +166,10 @@ def _dataset_problems(config: DictConfig, validate_tasks: bool = True) -> list[s
     return problems
 
 
-def preflight(config: DictConfig, check_unknown_keys: bool = True) -> str:
+def preflight(config: DictConfig, check_unknown_keys: bool = True, rehearse: bool | None = None,
+              rehearse_engine: bool = True) -> str:
+    """Refuse `config` (PreflightError, every problem named) or return the plan's report. `rehearse`: run
+    rehearse.py too (default: swe.rehearse); `rehearse_engine=False` leaves out its vLLM part."""
     from pydantic import ValidationError
 
     from verl_swe.agent.config import AgentConfig
@@ -184,16 +210,25 @@ def preflight(config: DictConfig, check_unknown_keys: bool = True) -> str:
         problems.append("trainer.v1.sampler.custom_sampler and algorithm.filter_groups are both on; verl ignores "
                         "filter_groups while a custom sampler is set: drop-without-refill or DAPO refill, pick one "
                         "(refill: algorithm.filter_groups.enable=true trainer.v1.sampler.custom_sampler.path=null)")
-    if sampler and OmegaConf.select(config, "trainer.v1.trainer_mode") != "sync":
+    if sampler and OmegaConf.select(config, "trainer.v1.trainer_mode") not in SYNC_TRAINERS:
         problems.append(f"trainer.v1.trainer_mode={config.trainer.v1.trainer_mode}: the {sampler} sampler "
-                        "supports the sync trainer only")
+                        f"supports the sync trainers only ({', '.join(SYNC_TRAINERS)})")
     problems += _dataset_problems(config, validate_tasks=agent is None or agent.env == "swe")
+    problems += multinode_path_problems(config) + iteration_problems(config)
     plan = plan_for(config)
     if plan is not None and OmegaConf.select(config, "swe.plan_check", default=True):
         problems += [f"plan: {e}" for e in plan.errors]
+    rehearsal = None
+    if OmegaConf.select(config, "swe.rehearse", default=True) if rehearse is None else rehearse:
+        from verl_swe.trainer.rehearse import rehearse as run_rehearsal
+
+        rehearsal = run_rehearsal(config, engine=rehearse_engine)
+        problems += [f"rehearse: {f}" for f in rehearsal.findings]
     if problems:
         raise PreflightError("\n".join(f"- {p}" for p in problems))
-    return format_plan(plan) if plan else "plan: model shape unknown (not a local path or a known model); skipped"
+    report = [format_plan(plan) if plan else "plan: model shape unknown (not a local path or a known model); skipped",
+              f"iterations: {iterations(config)[1]}"]
+    return "\n".join(report + ([f"rehearsal:\n{rehearsal.report()}"] if rehearsal else []))
 
 
 def format_plan(plan: Plan) -> str:
