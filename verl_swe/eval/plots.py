@@ -45,6 +45,10 @@ TRAINING_PANELS = (
         Curve("pass@1", (r"val-aux/.+/resolved/mean@\d+",)),
         Curve("best of n", (r"val-aux/.+/resolved/best@\d+/mean",)),
     )),
+    Panel("format_errors", "Format errors (training rollouts)", "fraction of episodes / turns per episode", (
+        Curve("ended by format errors", _exact("swe/exit/format_errors")),
+        Curve("format-error turns per episode", _exact("swe/format_error_turns")),
+    )),
     Panel("groups_kept", "Groups kept by the zero-advantage filter (P1 Sec. 4.3)", "fraction of groups", (
         Curve("kept", _exact("swe/groups_kept_frac")),
     )),
@@ -162,6 +166,50 @@ def plot_eval(report: dict, out_dir: Path) -> list[Path]:
         ax.set(title="How episodes ended", ylabel="episodes")
         ax.tick_params(axis="x", labelrotation=20)
         written.append(_save(fig, out_dir / "exit_status.png"))
+    return written
+
+
+# What a learning run compares between its arms, one PNG each (training rollouts, per step).
+LEARNING_CURVES = (("reward", "swe/reward", "reward (Eq. 3)"), ("resolved", "swe/resolved", "pass@1 of the rollouts"),
+                   ("format_errors", "swe/exit/format_errors", "episodes ended by format errors"),
+                   ("turns", "swe/num_turns", "turns per episode"))
+
+
+def plot_learning(arms: dict[str, Path], evals: dict[str, dict], out_dir: Path) -> list[Path]:
+    """A learning run against its control: each arm's per-step curves (verl file-logger JSONL per arm) on
+    shared axes, and the held-out evaluation before and after RL (`evals[arm] = {"before": e, "after": e}`,
+    each with pass@1 and pass@1_sem) with SEM error bars."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    series = {arm: read_metrics_jsonl(path) for arm, path in arms.items()}
+    written = []
+    for name, key, label in LEARNING_CURVES:
+        fig, ax = _figure()
+        drawn = 0
+        for arm, data in series.items():
+            if data.get(key):
+                steps, values = zip(*sorted(data[key]))
+                ax.plot(steps, values, marker="o", markersize=3, label=arm)
+                drawn += 1
+        if not drawn:
+            logger.warning("learning_%s.png not drawn: no arm logged %s", name, key)
+            continue
+        ax.set(title=f"{label}, per RL step", xlabel="training step", ylabel=label)
+        ax.grid(alpha=0.3)
+        ax.legend()
+        written.append(_save(fig, out_dir / f"learning_{name}.png"))
+    if evals:
+        fig, ax = _figure()
+        width = 0.8 / len(evals)
+        for i, (arm, e) in enumerate(evals.items()):
+            xs = [x + i * width for x in (0, 1)]
+            points = [e["before"], e["after"]]
+            ax.bar(xs, [100 * p["pass@1"] for p in points], width, yerr=[100 * p["pass@1_sem"] for p in points],
+                   capsize=4, alpha=0.7, label=arm)
+        ax.set(title="Held-out Pass@1 (mean +- SEM over runs)", ylabel="Pass@1 (%)",
+               xticks=[0.4 - width / 2, 1.4 - width / 2], xticklabels=["after RFT", "after RL"])
+        ax.legend()
+        written.append(_save(fig, out_dir / "learning_eval.png"))
     return written
 
 
