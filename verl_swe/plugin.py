@@ -5,7 +5,8 @@
 - a `cpu` platform for hosts with no accelerator (verl_swe/platform_cpu.py);
 - mapping-valued model config overrides (YaRN) on transformers 5 (verl_swe/verl_compat.py);
 - the LM head computed only where a loss reads a log-prob (verl_swe/sparse_lm_head.py);
-- the tool sets, environments and the `swe_dapo` policy loss registered by verl_swe.
+- the tool sets, environments and the `swe_dapo` policy loss registered by verl_swe;
+- the `swe_sync` trainer mode, once verl's v1 trainers load (verl_swe/trainer/trainer_registry.py).
 """
 
 import importlib
@@ -13,7 +14,7 @@ import importlib
 # Registries fill on import: the `cpu` platform (first: before anything resolves the platform), the `swe`
 # environment, the `paper` and `native` tool sets, the `swe_dapo` loss.
 _MODULES = ("verl_swe.platform_cpu", "verl_swe.verl_compat", "verl_swe.sparse_lm_head", "verl_swe.agent.env",
-            "verl_swe.tools.toolsets", "verl_swe.algo.verl_registry")
+            "verl_swe.tools.toolsets", "verl_swe.algo.verl_registry", "verl_swe.trainer.trainer_registry")
 for _module in _MODULES:
     importlib.import_module(_module)
 

@@ -30,6 +30,8 @@ from verl.trainer.ppo.v1.replay_buffer import (
 
 from verl_swe.algo.advantages import zero_advantage_groups
 from verl_swe.eval.metrics import batch_metrics, read_episode_metrics
+from verl_swe.trainer import drop_signal
+from verl_swe.trainer.infra_filter import exclude_infra_failures, infra_batch_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +40,11 @@ class DropZeroAdvantageGroups(ReplayBuffer):
     """verl's sync ReplayBuffer, minus the groups that carry no learning signal.
 
     sampler_kwargs: `max_resamples` (default 4): how many fresh batches to generate when every group of
-    a batch is dropped, before giving up; `tol` (default 1e-8): rewards closer than this are equal.
+    a batch is dropped, before giving up; `tol` (default 1e-8): rewards closer than this are equal;
+    `drop_signal` (default `reward`; the recipes set `resolved`): which reward decides zero advantage
+    (verl_swe/trainer/drop_signal.py);
+    `infra_min_group` (default 2): rollouts that failed for infrastructure reasons leave their group first
+    (verl_swe/trainer/infra_filter.py), and a group left with fewer than this many is dropped.
     """
 
     def __init__(self, **kwargs):
@@ -49,6 +55,8 @@ class DropZeroAdvantageGroups(ReplayBuffer):
         options = self.sampler_kwargs or {}
         self.max_resamples = int(options.get("max_resamples", 4))
         self.tol = float(options.get("tol", 1e-8))
+        self.drop_signal = drop_signal.check_signal(str(options.get("drop_signal", "reward")))
+        self.infra_min_group = int(options.get("infra_min_group", 2))  # infra_filter.py
         if self.max_resamples > 0 and self.refill_fn is None:
             raise ValueError("max_resamples > 0 needs refill_fn (the trainer passes it)")
 
@@ -71,7 +79,8 @@ class DropZeroAdvantageGroups(ReplayBuffer):
                 batch, more = super().sample(global_steps, partition_id, batch_size)
                 _accumulate_eviction_metrics(metrics, more, 0)
             episodes.extend(read_episode_metrics(batch))
-            batch, collapsed = self._drop(batch, stats, rewards)
+            batch = exclude_infra_failures(batch, stats, self.infra_min_group)  # before any group statistic
+            batch, collapsed = self._drop(batch, stats, rewards) if batch.keys else (batch, {})
             if collapsed:  # reward value -> groups dropped at it (verl logs it as a wandb table)
                 _accumulate_eviction_metrics(metrics, {DAPO_FILTERED_REWARD_COUNTS_KEY: collapsed}, 0)
             if len(batch):
@@ -94,13 +103,15 @@ class DropZeroAdvantageGroups(ReplayBuffer):
             }
         )
         metrics.update(batch_metrics(episodes, stats["groups_kept"], stats["groups_kept"] + stats["groups_dropped"]))
+        metrics.update(infra_batch_metrics(stats))
         logger.info("zero-advantage drop: kept %d groups, dropped %d, resampled %d batches",
                     stats["groups_kept"], stats["groups_dropped"], attempt)
         return batch, metrics
 
     def _drop(self, batch: KVBatchMeta, stats: Counter, rewards: list) -> tuple[KVBatchMeta, dict]:
         """Clear the zero-advantage groups of `batch` from TransferQueue; return the rest and their values."""
-        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["rm_scores"])
+        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id,
+                               select_fields=drop_signal.fields(self.drop_signal))
         if "rm_scores" not in data.keys():  # TQ returns an empty TensorDict for a missing field
             raise RuntimeError(
                 "rm_scores is not in TransferQueue at sampling time: DropZeroAdvantageGroups needs the reward "
@@ -110,14 +121,16 @@ class DropZeroAdvantageGroups(ReplayBuffer):
         # Key format `{uid}_{session_id}_{index}` (replay_buffer.py docstring). A session may emit several
         # outputs that all carry its final reward; like verl's GRPO (v1/utils.py), use the final one per
         # session, so each rollout counts once.
-        final: dict[tuple[str, str], tuple[int, float]] = {}  # (uid, session_id) -> (index, reward)
-        for key, scores in zip(batch.keys, data["rm_scores"], strict=True):
+        final: dict[tuple[str, str], tuple[int, float, float]] = {}  # (uid, session_id) -> (index, reward, signal)
+        extras = data["extra_fields"] if "extra_fields" in drop_signal.fields(self.drop_signal) else [None] * len(batch)
+        for key, scores, extra in zip(batch.keys, data["rm_scores"], extras, strict=True):
             uid, session, index = key.split("_")
             if (uid, session) not in final or final[uid, session][0] < int(index):
-                final[uid, session] = (int(index), float(scores.sum()))  # trajectory reward = sum over tokens
+                reward = float(scores.sum())  # trajectory reward = sum over tokens
+                final[uid, session] = (int(index), reward, drop_signal.trajectory_signal(self.drop_signal, reward, extra))
         uids = [uid for uid, _ in final]
-        values = [reward for _, reward in final.values()]
-        rewards.extend(values)
+        values = [signal for _, _, signal in final.values()]  # what decides the drop (drop_signal)
+        rewards.extend(reward for _, reward, _ in final.values())
 
         # All-equal rewards -> A_hat = 0 for the whole group (Eq. 2). This includes all -0.25 (the turn
         # penalty, Eq. 3-4), not only all 0 or all 1, and a group left with one rollout (its session
