@@ -20,6 +20,13 @@ def test_exec_prints_output_and_returns_the_exit_code(backend):
     assert "hello" in r.stdout and "oops" in r.stdout
 
 
+def test_exec_quotes_a_command_and_its_arguments(backend):
+    r = cli("sandbox", "exec", "--backend", backend, "--", "python3", "-c", "print(1 + 1); import sys; sys.exit(4)")
+    assert r.returncode == 4 and r.stdout.strip() == "2", r.stdout + r.stderr
+    r = cli("sandbox", "exec", "--backend", backend, "--", "printf", "%s|", "a b", "$HOME", "it's")
+    assert r.returncode == 0 and r.stdout == "a b|$HOME|it's|", r.stdout
+
+
 def test_exec_without_a_command_says_how(backend):
     r = cli("sandbox", "exec", "--backend", backend)
     assert r.returncode == 2 and "--" in r.stderr

@@ -13,6 +13,7 @@ LIGHT_MODULES = [
     "verl_swe.sandbox.docker",
     "verl_swe.sandbox.local",
     "verl_swe.sandbox.pool",
+    "verl_swe.sandbox.remote",
     "verl_swe.sandbox.gc",
     "verl_swe.sandbox.bench",
     "verl_swe.cli",
@@ -27,6 +28,8 @@ LIGHT_MODULES = [
     # the agent outside training (rollout CLI, eval, RFT collection) needs no training stack either
     "verl_swe.agent.episode",
     "verl_swe.agent.runner",
+    "verl_swe.agent.placement",
+    "verl_swe.agent.placement_ray",
     "verl_swe.agent.rollout",
     "verl_swe.agent.llm_openai",
     # swebench's parsers and grading, which grading imports lazily

@@ -86,10 +86,25 @@ class Trajectory:
     generated_tokens: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)  # model, sampling, limits, tool set
+    # Set when the episode failed for an infrastructure reason, not the agent's (verl_swe/agent/infra.py: the
+    # kind): never trained on, excluded from its group, redone by a resumed run.
+    infra_failure: str | None = None
+    # What the episode cost: sandbox_cpu_s, sandbox_s, sandboxes, wall_s, prepare_s, tokens, generated_tokens.
+    cost: dict[str, float] = field(default_factory=dict)
+    # The reward-hack monitor's flags: flag -> evidence (verl_swe/reward/monitor.py names them), and whether
+    # `on_hack: zero` set the episode's outcome reward to 0 for them.
+    hack_flags: dict[str, list[str]] = field(default_factory=dict)
+    hack_zeroed: bool = False
 
     @property
     def num_turns(self) -> int:
         return len(self.turns)
+
+    @property
+    def settled(self) -> bool:
+        """Whether the episode's outcome is the agent's: not cancelled, not an infrastructure failure. Readers
+        that count outcomes (eval, curriculum, resume) count only these; the others are redone."""
+        return self.exit_status not in (None, ExitStatus.CANCELLED) and self.infra_failure is None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -143,3 +143,21 @@ async def test_overlong_options_mask_or_penalize(session_backend, task_envs, min
     out = await soft.run({}, extra_info=row)
     n = len(out.response_ids)
     assert sum(out.response_mask) > 0 and out.reward_score == pytest.approx(max(-1.0, min(0.0, (300 - n) / 400)))
+
+
+async def test_an_infrastructure_failure_is_returned_marked_and_carries_no_gradient(tmp_path, mini_tasks):
+    # env_prepare: ahead and no environment built on this machine: the episode cannot start, and that is not
+    # the model's doing. verl needs the output back: it carries a zero mask and reward, and its kind for the
+    # sampler (which removes it from its group) and for swe/infra/* metrics.
+    tok = qwen_tokenizer()
+    llm = ScriptedLLM(tok, tok.convert_tokens_to_ids("<|im_end|>"), ORACLE)
+    [entry] = OmegaConf.load(YAML)
+    entry = OmegaConf.merge(entry, {"backend": "local", "cache_dir": str(tmp_path / "empty-cache"),
+                                    "placement": {"env_prepare": "ahead"}})
+    loop = build_loop(entry, llm)
+    out = await loop.run({}, raw_prompt=[], agent_name="swe_agent", index=0,
+                         extra_info={"task": mini_tasks[PAGER].model_dump_json()})
+    assert out.extra_fields["infra_failure"] == "env_not_ready" and out.reward_score == 0.0
+    assert sum(out.response_mask) == 0 and llm.generated == []
+    assert out.extra_fields["swe_metrics"]["swe/infra/env_not_ready"] == 1.0
+    assert out.extra_fields["reward_extra_info"]["infra_failure"] == "env_not_ready"

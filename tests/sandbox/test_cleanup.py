@@ -157,3 +157,26 @@ def test_gc_keeps_sandboxes_of_live_drivers(labelled, backend, tmp_path):
 
     asyncio.run(scenario())
     assert check() == []
+
+
+def test_gc_of_one_run_removes_its_orphans_only(labelled, backend, tmp_path):
+    # Two drivers of two runs die: `gc --run A` removes run A's sandboxes and leaves run B's for its own gc.
+    make, check = labelled
+    procs = {}
+    for run in ("run-a", "run-b"):
+        cfg = make(run=run)
+        procs[run] = subprocess.Popen([sys.executable, "-c", DRIVER, cfg.model_dump_json()], stdout=subprocess.PIPE,
+                                      text=True)
+    try:
+        for proc in procs.values():
+            assert proc.stdout.readline().strip() == "ready"
+    finally:
+        for proc in procs.values():
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+    kinds = dict(docker=backend == "docker", local=backend == "local", state_dir=tmp_path / "sandboxes")
+    a = gc(run="run-a", **kinds)
+    assert not a.errors and a.removed == 1 and check()  # run B's sandbox is still there
+    assert gc(run="run-a", **kinds).removed == 0
+    b = gc(run="run-b", **kinds)
+    assert b.removed == 1 and check() == []

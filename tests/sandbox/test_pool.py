@@ -1,17 +1,17 @@
-"""SandboxPool (warm, single-use sandboxes) and RaySandboxPool (sandboxes spread over Ray nodes)."""
+"""SandboxPool (warm, single-use sandboxes), WarmPools (one pool per image, idle ones closed) and start retries.
+Sandboxes on other Ray nodes: tests/agent/test_placement_ray.py."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import uuid
 
 import pytest
 
-from verl_swe.sandbox import DockerSandboxConfig, SandboxError
+from verl_swe.sandbox import DockerSandboxConfig, SandboxError, SandboxStartError
 from verl_swe.sandbox import pool as pool_mod
-from verl_swe.sandbox.pool import RaySandboxPool, SandboxPool
+from verl_swe.sandbox.pool import SandboxPool, WarmPools, start_sandbox
 
 
 def _config() -> tuple[DockerSandboxConfig, str]:
@@ -36,7 +36,7 @@ async def _until(cond, timeout: float = 30.0) -> None:
 def test_import_does_not_import_ray():
     import subprocess
 
-    code = "import sys, verl_swe.sandbox.pool; assert 'ray' not in sys.modules"
+    code = "import sys, verl_swe.sandbox.pool, verl_swe.sandbox.remote; assert 'ray' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -48,6 +48,7 @@ class _FlakySandbox:
 
     def __init__(self, config):
         _FlakySandbox.n += 1
+        self.config = config
         self.id, self.alive, self.closed = f"fake-{_FlakySandbox.n}", False, False
 
     async def start(self):
@@ -109,63 +110,49 @@ async def test_cancelled_acquire_closes_sandbox():
     await pool.close()
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    import ray
-    from ray.cluster_utils import Cluster
-
-    node = dict(num_cpus=1, object_store_memory=100 << 20)
-    cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
-    cluster.add_node(**node)
-    ray.init(address=cluster.address)
-    cluster.wait_for_nodes()
-    yield cluster
-    ray.shutdown()
-    cluster.shutdown()
+async def test_a_failed_start_is_retried_then_named(monkeypatch):
+    monkeypatch.setattr(pool_mod, "create_sandbox", _FlakySandbox)
+    _FlakySandbox.fails = 2
+    sb = await start_sandbox(DockerSandboxConfig(), retries=2, retry_delay_s=0.01)
+    assert sb.alive and _FlakySandbox.fails == 0
+    _FlakySandbox.fails = 5
+    with pytest.raises(SandboxStartError, match=r"engine down \(after 3 attempts\)"):
+        await start_sandbox(DockerSandboxConfig(), retries=2, retry_delay_s=0.01)
+    _FlakySandbox.fails = 0
 
 
-@pytest.mark.ray
+async def test_warm_pools_are_per_image_and_close_when_idle(monkeypatch):
+    monkeypatch.setattr(pool_mod, "create_sandbox", _FlakySandbox)
+    _FlakySandbox.fails = 0
+    a, b, c = (DockerSandboxConfig(image=f"img-{x}") for x in "abc")
+    pools = WarmPools(per_key=2, max_warm=4, idle_s=3600, start_retries=0)
+    pools.warm(a)
+    pools.warm(b)
+    await _until(lambda: pools.warm_count == 4, 5)
+    first = await pools.take(a)  # warm: handed out, and replaced in the background
+    assert first.config.image == "img-a" and (pools.hits, pools.misses) == (1, 0)
+    cold = await pools.take(c)  # never asked to be warm: started now, not kept warm after
+    assert cold.config.image == "img-c" and pools.misses == 1
+    await _until(lambda: pools.warm_count == 4, 5)
+    pools.warm(c)  # a third image over max_warm (4 = 2 images x 2): the least recently used (b) goes
+    await _until(lambda: pools.warm_count == 4 and len(pools._pools) == 2, 5)
+    assert {WarmPools.key(a), WarmPools.key(c)} == set(pools._pools)
+    pools.idle_s = 0.0
+    pools.sweep()  # nothing asked for since: every pool closes its warm sandboxes
+    await _until(lambda: not pools._pools and not pools._closing, 5)
+    await pools.close()
+    assert pools.warm_count == 0
+
+
 @pytest.mark.docker
-async def test_ray_pool_spreads_over_nodes(ray_cluster):
-    import contextlib
-
-    import ray
-
+async def test_warm_pools_hand_out_fresh_started_sandboxes_and_close_all():
     config, tag = _config()
-    async with RaySandboxPool(config) as pool:
-        assert len(pool.hosts) == 2 and len({h.node_id for h in pool.hosts}) == 2
-        assert {h.node_id for h in pool.hosts} == {n["NodeID"] for n in ray.nodes() if n["Alive"]}
-        async with contextlib.AsyncExitStack() as stack:
-            sbs = [await stack.enter_async_context(pool.acquire()) for _ in range(4)]
-            assert sorted([s.node_id for s in sbs].count(h.node_id) for h in pool.hosts) == [2, 2]
-            assert len({s.id for s in sbs}) == 4 and len(_containers(tag)) == 4
-
-            sb = sbs[0]
-            res = await sb.exec("cd /tmp && echo $((6 * 7))")
-            assert (res.exit_code, res.output.strip()) == (0, "42")
-            assert (await sb.exec("pwd")).output.strip() == "/tmp"  # the shell persists across calls
-            await sb.write_file("/tmp/x/f.txt", "héllo")
-            assert await sb.read_file("/tmp/x/f.txt") == "héllo"
-            with pytest.raises(FileNotFoundError) as err:
-                await sb.read_file("/nope")
-            assert type(err.value) is FileNotFoundError
-            with pytest.raises(SandboxError):
-                await sb.read_file("/tmp")  # a directory
-            await sb.close()
-            with pytest.raises(SandboxError) as err:
-                await sb.exec("true")
-            assert type(err.value) is SandboxError and "no open sandbox" in str(err.value)
-            assert sorted(h.open for h in pool.hosts) == [1, 2]
-
-            async def hold():
-                async with pool.acquire():
-                    await asyncio.sleep(3600)
-
-            task = asyncio.create_task(hold())
-            await asyncio.sleep(0.05)  # cancelled while the host is still starting the container
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-            assert sorted(h.open for h in pool.hosts) == [1, 2] and len(_containers(tag)) == 3
+    pools = WarmPools(per_key=1, start_retries=1)
+    pools.warm(config)
+    await _until(lambda: pools.warm_count == 1)
+    async with pools.acquire(config) as a:  # the warm one
+        await a.exec("touch /tmp/used")
+        async with pools.acquire(config) as b:  # its replacement, never used by anyone
+            assert a.id != b.id and (await b.exec("test -e /tmp/used")).exit_code == 1
+    await pools.close()
     assert _containers(tag) == []

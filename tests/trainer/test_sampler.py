@@ -163,3 +163,67 @@ def test_all_groups_dropped_samples_the_next_batch_then_gives_up(transfer_queue)
     with pytest.raises(RuntimeError, match="equal rewards"):
         build_sampler(refill_flat, max_resamples=1).sample(global_steps=1, partition_id="train", batch_size=2)
     assert refills == [2] and live_keys("train") == set()
+
+
+def put_outputs(uid: str, rollouts: list[tuple[float, str]]) -> list[str]:
+    """A finished group of SWEAgentLoop outputs: (reward, infra_failure kind or "") per rollout, in extra_fields."""
+    keys, fields, tags = [], [], []
+    for session, (reward, infra) in enumerate(rollouts):
+        rm_scores = torch.zeros(2)
+        rm_scores[-1] = reward
+        keys.append(f"{uid}_{session}_0")
+        fields.append(dict(prompts=torch.arange(1, 4), responses=torch.arange(10, 12), input_ids=torch.arange(5),
+                           attention_mask=torch.ones(5, dtype=torch.int64), position_ids=torch.arange(5),
+                           response_mask=torch.zeros(2, dtype=torch.int64) if infra else torch.ones(2, dtype=torch.int64),
+                           rm_scores=rm_scores, uid=uid, extra_fields={"infra_failure": infra}))
+        tags.append(dict(status="success", prompt_len=3, response_len=2, seq_len=5, global_steps=1,
+                         min_global_steps=1, max_global_steps=1))
+    tq.kv_batch_put(keys=keys, partition_id="train", fields=list_of_dict_to_tensordict(fields), tags=tags)
+    tq.kv_put(key=uid, partition_id="train", tag={"is_prompt": True, "status": "finished", "global_steps": 1})
+    return keys
+
+
+def test_infrastructure_failures_leave_their_group_before_its_advantage(transfer_queue):
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
+
+    keys = {
+        # One rollout lost its node: the group trains on the other three. Counted as a failure (reward 0) it
+        # would have moved every sibling's advantage; excluded, the group's mean and std are the model's.
+        "h0": put_outputs("h0", [(1, ""), (0, ""), (0, "host_lost"), (1, "")]),
+        # Only one rollout is left: no group baseline, so the group is dropped (infra_min_group 2).
+        "h1": put_outputs("h1", [(1, ""), (0, "env_build"), (0, "env_build"), (0, "env_build")]),
+        # Left with two equal rewards: zero advantage, dropped by the P1 Sec. 4.3 rule that runs after.
+        "h2": put_outputs("h2", [(0, ""), (0, ""), (1, "sandbox_start"), (1, "sandbox_start")]),
+        "h3": put_outputs("h3", [(1, ""), (0, ""), (0, ""), (0, "")]),  # untouched
+    }
+    sampler = build_sampler(refill_fn=lambda n: pytest.fail("no refill when some groups are kept"))
+    batch, metrics = sampler.sample(global_steps=1, partition_id="train", batch_size=4)
+
+    kept = [k for k in keys["h0"] if k != "h0_2_0"] + keys["h3"]
+    assert sorted(batch.keys) == sorted(kept) and live_keys("train") == set(kept)
+    assert metrics["swe/infra/excluded"] == 1 + 3 + 2 and metrics["swe/infra/groups_dropped"] == 1
+    assert metrics[f"{PREFIX}/groups_kept"] == 2 and metrics[f"{PREFIX}/groups_dropped"] == 1  # h2
+
+    # verl's GRPO (P1 Eq. 2) over what the sampler returns: h0's three rollouts only.
+    data = tq.kv_batch_get(keys=batch.keys, partition_id="train", select_fields=["rm_scores", "response_mask", "uid"])
+    adv, _ = compute_grpo_outcome_advantage(data["rm_scores"], data["response_mask"],
+                                            index=[k.split("_")[0] for k in batch.keys])
+    h0 = [float(adv[i, -1]) for i, k in enumerate(batch.keys) if k.startswith("h0")]
+    rewards = torch.tensor([1.0, 0.0, 1.0])  # sessions 0, 1, 3
+    expected = (rewards - rewards.mean()) / (rewards.std() + 1e-6)
+    assert h0 == pytest.approx(expected.tolist(), abs=1e-5)
+    tq.kv_clear(keys=batch.keys, partition_id="train")
+
+
+def test_a_batch_of_only_infrastructure_failures_samples_the_next(transfer_queue):
+    put_outputs("i0", [(0, "host_lost")] * N)
+    refills = []
+
+    def refill(num_prompts):
+        refills.append(num_prompts)
+        put_outputs("j0", [(1, ""), (0, ""), (0, ""), (0, "")])
+
+    batch, metrics = build_sampler(refill, max_resamples=1).sample(global_steps=1, partition_id="train", batch_size=1)
+    assert refills == [1] and {k.split("_")[0] for k in batch.keys} == {"j0"}
+    assert metrics["swe/infra/excluded"] == N and metrics["swe/infra/groups_dropped"] == 1
+    tq.kv_clear(keys=batch.keys, partition_id="train")

@@ -46,11 +46,16 @@ class Outcome:
     grade: dict[str, Any] | None = None
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    infra: str | None = None  # the scoring failed for an infrastructure reason (verl_swe/agent/infra.py)
 
 
 class AgentEnv(ABC):
-    """One episode's world. `start` and `step` may raise SandboxError (the episode then ends with
-    sandbox_error); `finish` never raises: failures are reported in `Outcome.error`."""
+    """One episode's world. `prepare` (outside the episode's clock), `start` and `step` may raise SandboxError
+    or InfraFailure (the episode then ends with sandbox_error, marked infra when it is not the agent's doing);
+    `finish` never raises: failures are reported in `Outcome.error` / `Outcome.infra`."""
+
+    async def prepare(self) -> None:
+        """Get ready before the episode's clock starts (build the environment, start the sandbox)."""
 
     @classmethod
     def from_row(cls, row: Any, environments: Any, **options: Any) -> "AgentEnv":
@@ -67,6 +72,13 @@ class AgentEnv(ABC):
     def prompt_line(self) -> str:
         return ""
 
+    def placement_info(self) -> dict[str, Any]:
+        """Where the episode ran (kept in the trajectory's metadata), e.g. its sandbox's node."""
+        return {}
+
+    def review(self, traj: Any) -> None:
+        """After scoring: set `traj.hack_flags` / `traj.hack_zeroed` (the reward-hack monitor). None here."""
+
     @abstractmethod
     async def finish(self, submitted: bool) -> Outcome: ...
 
@@ -76,7 +88,8 @@ class AgentEnv(ABC):
 
 @register_env("swe")
 class SWEEnv(AgentEnv):
-    """A task's repository in a sandbox; the reward is its tests in a fresh sandbox."""
+    """A task's repository in a sandbox; the reward is its tests in a fresh sandbox. Where the sandboxes run
+    is its placement's business (verl_swe/agent/placement.py): this machine, or a sandbox node of the cluster."""
 
     @classmethod
     def from_row(cls, row: Any, environments: Any, **options: Any) -> "SWEEnv":
@@ -85,27 +98,37 @@ class SWEEnv(AgentEnv):
         return cls(row if isinstance(row, Task) else Task.model_validate(row), environments, **options)
 
     def __init__(self, task, environments, *, command_timeout_s: float = 120.0, grade_timeout_s: float = 1800.0,
-                 grade_unsubmitted: bool = False, instance_template: str | None = None):
+                 grade_unsubmitted: bool = False, instance_template: str | None = None, hack_policy=None):
         from verl_swe.agent.prompts import INSTANCE_TEMPLATE
+        from verl_swe.reward.monitor import HackPolicy
+
+        self.hack_policy = hack_policy or HackPolicy()
 
         self.task = task
-        self.envs = environments
+        if not hasattr(environments, "open"):  # a bare `Environments`: sandboxes here
+            from verl_swe.agent.placement import LocalPlacement
+
+            environments = LocalPlacement(environments)
+        self.placement = environments
         self.command_timeout_s = command_timeout_s
         self.grade_timeout_s = grade_timeout_s
         self.grade_unsubmitted = grade_unsubmitted
         self.template = instance_template or INSTANCE_TEMPLATE
         self._box = None
+        self._node_id: str | None = None
         self._aci = None
 
+    async def prepare(self) -> None:
+        if self._box is None:
+            self._box = await self.placement.open(self.task)
+            self._node_id = getattr(self._box, "node_id", None)
+
     async def start(self) -> str:
-        from verl_swe.sandbox import create_sandbox
         from verl_swe.tools.aci import ACI
 
-        config = await self.envs.prepare(self.task)
-        self._box = create_sandbox(config)
-        await self._box.start()
+        await self.prepare()
         self._aci = ACI(self._box, command_timeout_s=self.command_timeout_s)
-        return self.template.format(problem_statement=self.task.problem_statement, workdir=config.workdir,
+        return self.template.format(problem_statement=self.task.problem_statement, workdir=self._box.config.workdir,
                                     repo=self.task.repo)
 
     async def step(self, action: Action) -> Step:
@@ -116,8 +139,11 @@ class SWEEnv(AgentEnv):
     def prompt_line(self) -> str:
         return self._aci.prompt_line() if self._aci else ""
 
+    def placement_info(self) -> dict[str, Any]:
+        return {"sandbox_node": self._node_id} if self._node_id else {}
+
     async def finish(self, submitted: bool) -> Outcome:
-        from verl_swe.reward.grading import grade
+        from verl_swe.agent.infra import infra_kind
         from verl_swe.sandbox.shell import SandboxError
         from verl_swe.tools.aci import CommandError
 
@@ -128,15 +154,23 @@ class SWEEnv(AgentEnv):
             out.patch = await self._aci.patch()
         except (SandboxError, CommandError) as e:
             out.error = f"reading the patch failed: {e}"
+            out.infra = infra_kind(e)
             return out
         finally:
             await self.close()  # the agent's sandbox is done before grading starts another
         if not (submitted or self.grade_unsubmitted):
             return out
-        result = await grade(self.task, out.patch, self.envs, timeout_s=self.grade_timeout_s)
-        out.resolved, out.grade = result.resolved, result.to_dict()
+        grading = await self.placement.grade(self.task, out.patch, self.grade_timeout_s, node_id=self._node_id)
+        result = grading.result
+        out.resolved, out.grade, out.infra = result.resolved, result.to_dict(), grading.infra
         out.error = f"grading: {result.error}" if result.error else None
         return out
+
+    def review(self, traj) -> None:
+        from verl_swe.reward.monitor import episode_flags
+
+        traj.hack_flags = episode_flags(self.task, traj)
+        traj.hack_zeroed = self.hack_policy.zeroes(traj.hack_flags)
 
     async def close(self) -> None:
         if self._box is not None:

@@ -9,12 +9,15 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Callable
 
 from verl_swe.agent.env import AgentEnv
+from verl_swe.agent.infra import INTERNAL, PREPARE_TIMEOUT, InfraFailure, infra_kind
 from verl_swe.agent.llm import LLMClient, ModelError, Sampling
 from verl_swe.agent.tokens import ChatTokens, TokenTrace
 from verl_swe.reward.turn_penalty import turn_penalty
 from verl_swe.sandbox.shell import SandboxError
+from verl_swe.sandbox.usage import UsageMeter, usage_meter
 from verl_swe.tools.toolsets import ToolSet
 from verl_swe.types import ExitStatus, FormatError, Trajectory, Turn
 
@@ -59,57 +62,110 @@ def truncate_middle(text: str, head: int, tail: int) -> str:
 
 async def run_episode(env: AgentEnv, tools: ToolSet, llm: LLMClient, chat: ChatTokens, system_prompt: str,
                       limits: EpisodeLimits, sampling: Sampling, instance_id: str,
-                      episode_id: str | None = None) -> EpisodeResult:
+                      episode_id: str | None = None, prepare_timeout_s: float | None = None,
+                      on_cancel: Callable[[Trajectory], None] | None = None) -> EpisodeResult:
     """Run to an exit status; the environment is always closed. Cancellation and a failed model server
-    (`ModelError`) abandon the episode: it is logged, then the exception is re-raised."""
+    (`ModelError`) abandon the episode: it is logged, then the exception is re-raised (a cancelled one is
+    first handed to `on_cancel`, marked cancelled, e.g. to be saved).
+
+    The environment is prepared (`env.prepare()`: built, its sandbox started) before the episode's clock
+    (`limits.timeout_s`) starts, within `prepare_timeout_s`. A failure that is not the agent's doing is
+    marked in `Trajectory.infra_failure` (verl_swe/agent/infra.py); the exit status stays what happened."""
     traj = Trajectory(instance_id=instance_id, episode_id=episode_id or uuid.uuid4().hex[:12])
     started = time.monotonic()
     trace: TokenTrace | None = None
     submitted = False
     abandoned: BaseException | None = None
-    try:
+    with usage_meter() as meter:
         try:
-            async with asyncio.timeout(limits.timeout_s):
-                task_text = await env.start()
-                traj.messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": task_text}]
-                # Off the loop: a 131k-token prompt takes ~0.4 s to tokenize (the fast tokenizer drops the GIL).
-                trace = TokenTrace(await asyncio.to_thread(chat.prompt, traj.messages))
-                traj.exit_status, submitted = await _loop(env, tools, llm, chat, limits, sampling, traj, trace)
-        except TimeoutError:
-            traj.exit_status = ExitStatus.TIMEOUT
-        except SandboxError as e:
-            traj.exit_status, traj.error = ExitStatus.SANDBOX_ERROR, f"sandbox: {e}"
-        except (asyncio.CancelledError, ModelError) as e:
-            traj.exit_status, abandoned = ExitStatus.CANCELLED, e
-        except Exception as e:  # noqa: BLE001 - environment builds, tools: a value, never a dead worker
-            logger.exception("episode %s of %s failed", traj.episode_id, instance_id)
-            traj.exit_status, traj.error = ExitStatus.SANDBOX_ERROR, f"{type(e).__name__}: {e}"
-        traj.timings["episode_s"] = round(time.monotonic() - started, 3)
-        if abandoned is None and traj.exit_status != ExitStatus.SANDBOX_ERROR:
             try:
-                grading_started = time.monotonic()
-                outcome = await env.finish(submitted)
-                traj.timings["grade_s"] = round(time.monotonic() - grading_started, 3)
-                traj.patch, traj.resolved, traj.grade = outcome.patch, outcome.resolved, outcome.grade
-                traj.error = traj.error or outcome.error
-            except Exception as e:  # noqa: BLE001 - a grader fault costs this reward, not the worker
-                logger.exception("scoring episode %s of %s failed", traj.episode_id, instance_id)
-                traj.error = f"scoring: {type(e).__name__}: {e}"
-    finally:
-        await asyncio.shield(env.close())
+                await _prepare(env, prepare_timeout_s, traj)
+                async with asyncio.timeout(limits.timeout_s):
+                    task_text = await env.start()
+                    traj.messages = [{"role": "system", "content": system_prompt},
+                                     {"role": "user", "content": task_text}]
+                    # Off the loop: a 131k-token prompt takes ~0.4 s to tokenize (the fast tokenizer drops the GIL).
+                    trace = TokenTrace(await asyncio.to_thread(chat.prompt, traj.messages))
+                    traj.exit_status, submitted = await _loop(env, tools, llm, chat, limits, sampling, traj, trace)
+            except TimeoutError:
+                traj.exit_status = ExitStatus.TIMEOUT
+            except SandboxError as e:
+                traj.exit_status, traj.error = ExitStatus.SANDBOX_ERROR, f"sandbox: {e}"
+                traj.infra_failure = infra_kind(e)
+            except InfraFailure as e:
+                traj.exit_status, traj.error, traj.infra_failure = ExitStatus.SANDBOX_ERROR, str(e), e.kind
+            except (asyncio.CancelledError, ModelError) as e:
+                traj.exit_status, abandoned = ExitStatus.CANCELLED, e
+            except Exception as e:  # noqa: BLE001 - environment builds, tools: a value, never a dead worker
+                logger.exception("episode %s of %s failed", traj.episode_id, instance_id)
+                traj.exit_status, traj.error = ExitStatus.SANDBOX_ERROR, f"{type(e).__name__}: {e}"
+                if not traj.turns:  # before the agent acted: ours, not its (an action's failure stays its own)
+                    traj.infra_failure = INTERNAL
+            traj.timings["episode_s"] = round(time.monotonic() - started, 3)
+            if abandoned is None and traj.exit_status != ExitStatus.SANDBOX_ERROR:
+                try:
+                    grading_started = time.monotonic()
+                    outcome = await env.finish(submitted)
+                    traj.timings["grade_s"] = round(time.monotonic() - grading_started, 3)
+                    traj.patch, traj.resolved, traj.grade = outcome.patch, outcome.resolved, outcome.grade
+                    traj.error = traj.error or outcome.error
+                    traj.infra_failure = traj.infra_failure or outcome.infra
+                except Exception as e:  # noqa: BLE001 - a grader fault costs this reward, not the worker
+                    logger.exception("scoring episode %s of %s failed", traj.episode_id, instance_id)
+                    traj.error = f"scoring: {type(e).__name__}: {e}"
+        finally:
+            await asyncio.shield(env.close())
+            traj.metadata.update(getattr(env, "placement_info", dict)())
+    if abandoned is None:
+        _review(env, traj)
     traj.turn_penalty = turn_penalty(traj.num_turns, limits.max_turns, limits.penalty_threshold)
-    traj.reward = float(traj.resolved) + traj.turn_penalty  # P1 Eq. 3
+    # P1 Eq. 3; under `on_hack: zero` a flagged episode's outcome reward is 0 (verl_swe/reward/monitor.py).
+    traj.reward = float(traj.resolved and not traj.hack_zeroed) + traj.turn_penalty
     traj.timings["total_s"] = round(time.monotonic() - started, 3)
-    if abandoned is not None:
-        # No output carries an abandoned episode (nor is it saved: a resumed run redoes it), so say it here.
-        why = "cancelled" if isinstance(abandoned, asyncio.CancelledError) else f"abandoned ({abandoned})"
-        logger.warning("episode %s of %s %s after %d turns; environment closed", traj.episode_id, instance_id,
-                       why, traj.num_turns)
-        raise abandoned
     trace = trace or TokenTrace([])
     traj.prompt_tokens, traj.response_tokens = len(trace.prompt_ids), len(trace.mask)
     traj.generated_tokens = sum(trace.mask)
+    traj.cost = _cost(meter, traj)
+    if abandoned is not None:
+        why = "cancelled" if isinstance(abandoned, asyncio.CancelledError) else f"abandoned ({abandoned})"
+        logger.warning("episode %s of %s %s after %d turns; environment closed", traj.episode_id, instance_id,
+                       why, traj.num_turns)
+        if on_cancel is not None and isinstance(abandoned, asyncio.CancelledError):
+            traj.error = "cancelled before it ended (not scored; a resumed run redoes it)"
+            on_cancel(traj)
+        raise abandoned
     return EpisodeResult(traj, trace.prompt_ids, trace.response_ids, trace.mask, trace.logprobs)
+
+
+async def _prepare(env: AgentEnv, timeout_s: float | None, traj: Trajectory) -> None:
+    t0 = time.monotonic()
+    try:
+        async with asyncio.timeout(timeout_s):
+            await env.prepare()
+    except TimeoutError:
+        raise InfraFailure(PREPARE_TIMEOUT, f"the environment and sandbox were not ready within {timeout_s:g} s") \
+            from None
+    finally:
+        traj.timings["prepare_s"] = round(time.monotonic() - t0, 3)
+
+
+def _review(env: AgentEnv, traj: Trajectory) -> None:
+    """The reward-hack monitor (the environment's `review`): a fault in it costs the flags, not the episode."""
+    try:
+        getattr(env, "review", lambda t: None)(traj)
+    except Exception:  # noqa: BLE001
+        logger.exception("reviewing episode %s of %s for reward hacks failed", traj.episode_id, traj.instance_id)
+
+
+def _cost(meter: UsageMeter, traj: Trajectory) -> dict[str, float]:
+    """What the episode cost: sandbox CPU-seconds (the agent's sandbox and the grader's), sandbox-seconds
+    held, wall time (environment preparation included) and tokens (the context and the model's own)."""
+    cost = {"wall_s": traj.timings.get("total_s", 0.0), "prepare_s": traj.timings.get("prepare_s", 0.0),
+            "sandbox_s": round(meter.sandbox_s, 3), "sandboxes": float(meter.sandboxes),
+            "tokens": float(traj.prompt_tokens + traj.response_tokens), "generated_tokens": float(traj.generated_tokens)}
+    if meter.sandboxes and not meter.unmeasured:
+        cost["sandbox_cpu_s"] = round(meter.cpu_s, 3)
+    return cost
 
 
 async def _loop(env, tools, llm, chat, limits, sampling, traj, trace) -> tuple[ExitStatus, bool]:

@@ -37,7 +37,8 @@ class AgentRunner:
 
     def make_env(self, task: Task | dict):
         options = {"command_timeout_s": self.config.command_timeout_s, "grade_timeout_s": self.config.grade_timeout_s,
-                   "grade_unsubmitted": self.config.grade_unsubmitted} if self.config.env == "swe" else {}
+                   "grade_unsubmitted": self.config.grade_unsubmitted,
+                   "hack_policy": self.config.reward.policy()} if self.config.env == "swe" else {}
         envs = self.placement if self.config.env == "swe" else self.envs
         return get_env_class(self.config.env).from_row(task, envs, **{**options, **self.config.env_options})
 

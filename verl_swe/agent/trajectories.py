@@ -19,6 +19,11 @@ def save_trajectory(run_dir: Path, traj: Trajectory) -> Path:
     return write_json_atomic(trajectory_path(run_dir, traj), traj.to_dict(), indent=1, ensure_ascii=False)
 
 
-def load_trajectories(run_dir: Path) -> Iterator[Trajectory]:
+def load_trajectories(run_dir: Path, unsettled: bool = False) -> Iterator[Trajectory]:
+    """The run's trajectories whose outcome is the agent's (`Trajectory.settled`); cancelled episodes and
+    infrastructure failures are saved too, for the record, and come only with `unsettled=True`: a resumed
+    run redoes them and no count includes them."""
     for path in sorted((Path(run_dir) / "trajectories").glob("*/*.json")):
-        yield Trajectory.from_dict(json.loads(path.read_text()))
+        traj = Trajectory.from_dict(json.loads(path.read_text()))
+        if unsettled or traj.settled:
+            yield traj

@@ -73,16 +73,22 @@ class SWEAgentLoop(AgentLoopBase):
             prompt_ids = prompt_ids or self.runner.chat.prompt(traj.messages or [{"role": "user", "content": ""}])
             response_ids, mask, logprobs = [self.runner.chat.end_of_turn_id], [0], [0.0]
         reward, mask = self._overlong(traj, mask)
+        if traj.infra_failure:
+            # Not the model's doing (verl_swe/agent/infra.py). verl needs every output back, so it is returned but
+            # carries no gradient and no reward, and the sampler removes it from its group before the group's
+            # advantages are computed (verl_swe/trainer/infra_filter.py).
+            reward, mask = 0.0, [0] * len(mask)
         gen_s = sum(t.generation_s for t in traj.turns)
         tool_s = sum(t.tool_s for t in traj.turns)
         info = {"resolved": float(traj.resolved), "exit_status": traj.exit_status.value,
                 "num_turns": traj.num_turns, "turn_penalty": traj.turn_penalty, "patch_chars": len(traj.patch),
-                "error": traj.error or "", "instance_id": traj.instance_id}
+                "error": traj.error or "", "instance_id": traj.instance_id, "infra_failure": traj.infra_failure or ""}
         return AgentLoopOutput(
             prompt_ids=prompt_ids, response_ids=response_ids, response_mask=mask, response_logprobs=logprobs,
             reward_score=reward, num_turns=2 * traj.num_turns + 1,
             metrics=AgentLoopMetrics(generate_sequences=gen_s, tool_calls=tool_s),
-            extra_fields={"reward_extra_info": info, "swe_metrics": episode_metrics(traj), **self._versions(llm)},
+            extra_fields={"reward_extra_info": info, "swe_metrics": episode_metrics(traj), **self._versions(llm),
+                          "infra_failure": traj.infra_failure or ""},
         )
 
     @staticmethod

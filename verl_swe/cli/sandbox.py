@@ -43,8 +43,13 @@ def sandbox_exec(
     source_dir: Optional[Path] = typer.Option(None, help="local backend: directory copied in as the workdir"),
     timeout: float = typer.Option(120.0, help="seconds before the command is killed"),
 ):
-    """Run one command in a fresh sandbox and print its output: `verl-swe sandbox exec -- CMD ...`."""
-    command = " ".join(ctx.args)
+    """Run one command in a fresh sandbox and print its output: `verl-swe sandbox exec -- CMD ARGS...`.
+
+    Several arguments are a command and its arguments, quoted as given (`-- python3 -c "print(1)"`); a
+    single argument is a shell command line (`-- "cd /tmp && ls"`)."""
+    import shlex
+
+    command = ctx.args[0] if len(ctx.args) == 1 else shlex.join(ctx.args)
     if not command:
         raise typer.BadParameter("give the command after `--`, e.g. verl-swe sandbox exec -- python -V")
     config = _sandbox_config(backend, image, workdir, source_dir)
@@ -71,23 +76,57 @@ def sandbox_exec(
 @sandbox_app.command("gc")
 def sandbox_gc(
     everything: bool = typer.Option(False, "--all", help="also remove sandboxes of live drivers and other hosts"),
+    run: Optional[str] = typer.Option(None, help="only the sandboxes of this run (placement.run / the run dir's name)"),
+    ray_address: Optional[str] = typer.Option(None, help="a Ray cluster ('auto' or host:port): gc on every node"),
     docker: bool = typer.Option(True, help="clean docker containers"),
     local: bool = typer.Option(True, help="clean local sandboxes"),
+    state_dir: Optional[Path] = typer.Option(None, help="local sandboxes' state dir, if not the default"),
 ):
-    """Remove what sandboxes left behind (containers by label, local state and cgroups)."""
-    from verl_swe.sandbox.gc import gc
+    """Remove what sandboxes left behind (containers by label, local state and cgroups), here or on every node."""
+    from verl_swe.sandbox.gc import GcReport, gc
 
-    report = gc(everything=everything, docker=docker, local=local)
-    for name in report.containers:
-        console.print(f"removed container {name}")
-    for name in report.local_sandboxes:
-        console.print(f"removed local sandbox {name}")
+    if ray_address:
+        reports = _gc_cluster(ray_address, run, everything, docker, local, state_dir)
+    else:
+        reports = [("here", gc(everything=everything, docker=docker, local=local, run=run, state_dir=state_dir))]
+    total = GcReport()
+    for node, report in reports:
+        where = "" if node == "here" else f" on node {node[:12]}"
+        for name in report.containers:
+            console.print(f"removed container {name}{where}")
+        for name in report.local_sandboxes:
+            console.print(f"removed local sandbox {name}{where}")
+        total.merge(report)
     console.print(
-        f"removed {len(report.containers)} containers and {len(report.local_sandboxes)} local sandboxes; "
-        f"kept {report.kept} that belong to live drivers"
+        f"removed {len(total.containers)} containers and {len(total.local_sandboxes)} local sandboxes"
+        f"{f' of run {run}' if run else ''}{f' on {len(reports)} nodes' if ray_address else ''}; "
+        f"kept {total.kept} that belong to live drivers"
     )
-    for err in report.errors:
+    for err in total.errors:
         console.print(f"[yellow]{err}[/yellow]")
+    if any(node != "here" and report.errors for node, report in reports):
+        raise typer.Exit(1)
+
+
+def _gc_cluster(address: str, run, everything: bool, docker: bool, local: bool, state_dir):
+    import os
+
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    import ray
+
+    from verl_swe.agent.placement_ray import gc_on_every_node
+    from verl_swe.sandbox.gc import GcReport
+
+    ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    try:
+        out = []
+        for r in gc_on_every_node(run, everything, docker, local, str(state_dir) if state_dir else None):
+            node = r.pop("node_id")
+            report = GcReport(errors=[f"node {node[:12]}: {r['error']}"]) if "error" in r else GcReport(**r)
+            out.append((node, report))
+        return out
+    finally:
+        ray.shutdown()
 
 
 @sandbox_app.command("bench")

@@ -43,7 +43,45 @@ def episode_metrics(traj: Trajectory) -> dict[str, float]:
     })
     for tool, n in Counter(t.action.tool for t in turns if t.action is not None).items():
         m[f"swe/tool/{tool}"] = float(n)
+    m.update(infra_metrics(traj))
+    m.update(cost_metrics(traj))
+    m.update(hack_metrics(traj))
     return m
+
+
+INFRA = "swe/infra/"
+COST = "swe/cost/"
+
+
+def infra_metrics(traj: Trajectory) -> dict[str, float]:
+    """`swe/infra/failed` (1: the episode failed for the infrastructure's reason, verl_swe/agent/infra.py),
+    `swe/infra/<kind>`, and `swe/infra/retries` (attempts before this one that failed so)."""
+    m = {f"{INFRA}failed": float(traj.infra_failure is not None),
+         f"{INFRA}retries": float(len(traj.metadata.get("infra_attempts", [])))}
+    if traj.infra_failure:
+        m[f"{INFRA}{traj.infra_failure}"] = 1.0
+    return m
+
+
+HACK = "swe/hack/"
+
+
+def hack_metrics(traj: Trajectory) -> dict[str, float]:
+    """`swe/hack/<flag>` (1: the reward-hack monitor raised it, verl_swe/reward/monitor.py), `swe/hack/any`,
+    and `swe/hack/zeroed` (`on_hack: zero` took the episode's outcome reward). Every flag is logged, 0 or 1,
+    so a step's mean is the share of its episodes that raised it."""
+    from verl_swe.reward.monitor import HACK_FLAGS
+
+    m = {f"{HACK}{f}": float(bool(traj.hack_flags.get(f))) for f in HACK_FLAGS}
+    m[f"{HACK}any"] = float(any(traj.hack_flags.values()))
+    m[f"{HACK}zeroed"] = float(traj.hack_zeroed)
+    return m
+
+
+def cost_metrics(traj: Trajectory) -> dict[str, float]:
+    """`swe/cost/<key>` for each of the trajectory's cost values (sandbox CPU-seconds, sandbox-seconds,
+    wall seconds, tokens; verl_swe/agent/episode.py `_cost`)."""
+    return {f"{COST}{k}": float(v) for k, v in traj.cost.items()}
 
 
 def mean_metrics(episodes: Iterable[dict[str, float]]) -> dict[str, float]:
@@ -58,8 +96,13 @@ def mean_metrics(episodes: Iterable[dict[str, float]]) -> dict[str, float]:
 def batch_metrics(episodes: list[dict[str, float]], groups_kept: int | None = None,
                   groups_total: int | None = None) -> dict[str, float]:
     """What one training step logs under `swe/`: the means over every rollout sampled (before any group is
-    dropped: they describe the policy, not the trained subset), plus the zero-advantage filter's yield."""
-    out = mean_metrics(episodes)
+    dropped: they describe the policy, not the trained subset), plus the zero-advantage filter's yield.
+    An infrastructure failure says nothing about the policy: it counts in `swe/infra/*` and `swe/cost/*` (means
+    over every rollout: `swe/infra/failed` x `swe/episodes` of them failed so), and in no other mean."""
+    policy = [e for e in episodes if not e.get(f"{INFRA}failed")]
+    out = mean_metrics(policy)
+    out = {k: v for k, v in out.items() if not k.startswith((INFRA, COST))}
+    out.update({k: v for k, v in mean_metrics(episodes).items() if k.startswith((INFRA, COST))})
     if episodes:
         out["swe/episodes"] = float(len(episodes))
     if groups_total:

@@ -41,7 +41,7 @@ def episodes_by_task(run: Run, instance_ids: list[str], runs: int) -> dict[str, 
     table: dict[str, list[Trajectory | None]] = {iid: [None] * runs for iid in instance_ids}
     loose: dict[str, list[Trajectory]] = defaultdict(list)
     for traj in run.trajectories:
-        if traj.instance_id not in wanted:
+        if traj.instance_id not in wanted or not traj.settled:  # cancelled / infra failure: missing, redone on resume
             continue
         r = run_index(traj)
         if r is None:
@@ -93,6 +93,8 @@ def build_report(run: Run, repos: dict[str, str] | None = None, runs: int | None
     return {
         "run_dir": str(run.run_dir),
         "tasks": len(ids), "runs": runs, "episodes": len(episodes), "missing_episodes": missing,
+        # saved but not the agent's outcome (infra failure kinds, cancelled): counted as missing above
+        "unsettled_episodes": dict(Counter(t.infra_failure or "cancelled" for t in run.trajectories if not t.settled)),
         "pass@1": p1_mean, "pass@1_sem": p1_sem, "pass@1_per_run": per_run,
         "pass@k": {str(k): _pass_k(solved, ids, runs, k) for k in range(1, runs + 1)},
         "exit_status": dict(sorted(statuses.items(), key=lambda kv: -kv[1])),

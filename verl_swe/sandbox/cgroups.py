@@ -16,7 +16,7 @@ from verl_swe.sandbox.config import Limits
 logger = logging.getLogger(__name__)
 
 ROOT = Path("/sys/fs/cgroup")
-_V1_CONTROLLERS = ("pids", "memory", "cpu")
+_V1_CONTROLLERS = ("pids", "memory", "cpu", "cpuacct")  # cpuacct: CPU time, for cost accounting
 
 
 def _own_paths() -> dict[str, str]:
@@ -105,3 +105,33 @@ def _kill_all(d: Path) -> None:
             os.kill(int(pid), 9)
         except (ProcessLookupError, ValueError):
             pass
+
+
+def cpu_seconds(dirs: list[Path]) -> float | None:
+    """CPU time used by the cgroup's processes: v2 `cpu.stat` usage_usec, v1 `cpuacct.usage` (ns)."""
+    for d in dirs:
+        try:
+            if (d / "cpu.stat").exists() and (ROOT / "cgroup.controllers").exists():
+                for line in (d / "cpu.stat").read_text().splitlines():
+                    if line.startswith("usage_usec "):
+                        return int(line.split()[1]) / 1e6
+            if (d / "cpuacct.usage").exists():
+                return int((d / "cpuacct.usage").read_text()) / 1e9
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def oom_killed(dirs: list[Path]) -> bool:
+    """Whether the kernel's OOM killer acted inside the cgroup (its memory limit was hit)."""
+    for d in dirs:
+        for name in ("memory.events", "memory.oom_control"):  # v2, v1
+            try:
+                text = (d / name).read_text()
+            except OSError:
+                continue
+            for line in text.splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill" and value.strip().isdigit() and int(value) > 0:
+                    return True
+    return False

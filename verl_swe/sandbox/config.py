@@ -40,6 +40,9 @@ class _SandboxConfig(BaseModel):
     # A command printing more than this is killed as a flood (`yes`), reported as truncated.
     kill_after_output_bytes: int = Field(64 << 20, ge=1)
     start_timeout_s: float = Field(120.0, gt=0)
+    # The training run (or job) the sandbox belongs to: a docker label / local state field that
+    # `verl-swe sandbox gc --run RUN` and a restarted run's sandbox hosts find it by.
+    run: str | None = None
 
 
 class DockerSandboxConfig(_SandboxConfig):

@@ -91,7 +91,8 @@ class DockerSandbox(Sandbox):
                 command=["sh", "-c", supervisor_script(nonce, c.workdir)],
                 stdin_open=True,
                 environment={"LANG": "C.UTF-8", **c.env},
-                labels={LABEL: "1", f"{LABEL}.owner": owner_id(), **c.labels},
+                labels={LABEL: "1", f"{LABEL}.owner": owner_id(), **({f"{LABEL}.run": c.run} if c.run else {}),
+                        **c.labels},
                 host_config=self._client.api.create_host_config(
                     init=True,
                     network_mode="bridge" if c.network else "none",
@@ -134,24 +135,50 @@ class DockerSandbox(Sandbox):
         except Exception as e:  # the container may be gone already; the shell read will tell
             logger.warning("killing processes in %s failed: %s", self._id, e)
 
+    async def _death_cause(self) -> str:
+        import docker.errors
+
+        try:
+            state = (await _in_thread(self._client.api.inspect_container, self._id))["State"]
+        except docker.errors.NotFound:
+            return "removed"  # by someone else: `sandbox gc`, an operator
+        except docker.errors.DockerException:
+            return "engine"  # the engine does not answer
+        if state.get("OOMKilled"):
+            return "oom"  # the sandbox's memory limit: what its commands did
+        if state.get("Running"):
+            return "engine"  # the container runs but our attach stream broke: the engine's side
+        return "exited"  # its main process ended: e.g. a command killed the shell's supervisor
+
+    async def _cpu_seconds(self) -> float | None:
+        if self._container_id is None:
+            return None
+        stats = await _in_thread(self._client.api.stats, self._container_id, stream=False, one_shot=True)
+        total = ((stats or {}).get("cpu_stats") or {}).get("cpu_usage", {}).get("total_usage")
+        return round(total / 1e9, 3) if total else None  # a stopped container reports no counter
+
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         if self._shell is not None:
             self._shell.dead = True
+        await self._record_usage()
         if self._stream is not None:
             self._stream.close()
         await _in_thread(remove_container, self._client, self._id)
 
 
-def remove_container(client, name_or_id: str) -> None:
+def remove_container(client, name_or_id: str) -> bool:
+    """Remove it (SIGKILL); False when it was already gone or another caller is removing it."""
     import docker.errors
 
     try:
         client.api.remove_container(name_or_id, force=True, v=True)
+        return True
     except docker.errors.NotFound:
-        pass
+        return False
     except docker.errors.APIError as e:
         if "already in progress" not in str(e):
             raise
+        return False

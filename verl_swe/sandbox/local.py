@@ -88,7 +88,7 @@ class LocalSandbox(Sandbox):
         c = self.config
         work = self._dir / "work"
         self._dir.mkdir(parents=True)
-        state = {"owner": owner_id(), "cgroups": []}
+        state = {"owner": owner_id(), "run": c.run, "cgroups": []}
         if c.source_dir is not None:
             if not Path(c.source_dir).is_dir():
                 raise SandboxError(f"local sandbox source_dir {c.source_dir} is not a directory")
@@ -126,12 +126,31 @@ class LocalSandbox(Sandbox):
         if proc.returncode:
             logger.warning("killing processes in %s failed: %s", self._id, err.decode(errors="replace"))
 
+    async def _death_cause(self) -> str:
+        if self._proc is None:
+            return "unknown"
+        try:
+            await asyncio.wait_for(self._proc.wait(), 5.0)
+        except TimeoutError:
+            return "unknown"  # still running with its stream closed: nothing says who did it
+        if cgroups.oom_killed(self._cgroups):
+            return "oom"  # its memory limit
+        if not self._dir.exists():
+            return "removed"  # `sandbox gc` took its state
+        # A signal to the outer bwrap came from outside: the sandbox's processes live in their own pid
+        # namespace and cannot see it. Its own shell supervisor ending makes bwrap exit with a status (>= 0).
+        return "killed" if self._proc.returncode < 0 else "exited"
+
+    async def _cpu_seconds(self) -> float | None:
+        return cgroups.cpu_seconds(self._cgroups)
+
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         if self._shell is not None:
             self._shell.dead = True
+        await self._record_usage()
         if self._proc is not None and self._proc.returncode is None:
             # bwrap's children die with it (--die-with-parent); the pid namespace dies with its init.
             try:

@@ -1,7 +1,9 @@
-"""Sandbox pools: warm sandboxes ready before an episode asks, and Ray hosts spreading them over all nodes.
+"""Sandbox pools: started sandboxes ready before an episode asks, one pool per image.
 
-`RaySandboxPool` has `SandboxPool`'s `acquire()`, but puts each sandbox on the Ray node with the fewest
-open ones, so a multi-node run uses every node's container engine, not the driver's alone.
+`SandboxPool` keeps `size` sandboxes of one config warm. `WarmPools` keeps one `SandboxPool` per config
+(i.e. per task image) that was asked to be warm, closes the ones left idle, and starts any other config
+cold; both retry a failed start (`start_sandbox`). A node's sandbox host (verl_swe/sandbox/remote.py) serves
+the training path's sandboxes from its `WarmPools`: the agent's, and the grader's fresh one of the same image.
 """
 
 from __future__ import annotations
@@ -9,19 +11,37 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import dataclasses
-import functools
 import logging
-from typing import Any, AsyncIterator
+import time
+from typing import AsyncIterator
 
 from verl_swe.sandbox import create_sandbox
 from verl_swe.sandbox.base import Sandbox
 from verl_swe.sandbox.config import DockerSandboxConfig, LocalSandboxConfig
-from verl_swe.sandbox.shell import SandboxDied, SandboxError
-from verl_swe.types import ExecResult
+from verl_swe.sandbox.shell import SandboxError, SandboxStartError
 
 logger = logging.getLogger(__name__)
 Config = DockerSandboxConfig | LocalSandboxConfig
+
+
+async def start_sandbox(config: Config, retries: int = 0, retry_delay_s: float = 1.0) -> Sandbox:
+    """A started sandbox of `config`, retrying a failed start (the engine busy or restarting) `retries` times
+    with exponential backoff; the last failure is raised as SandboxStartError naming the attempts."""
+    delay = retry_delay_s
+    for attempt in range(retries + 1):
+        sb = create_sandbox(config)
+        try:
+            await sb.start()  # removes what it made if it fails
+            return sb
+        except SandboxError as e:
+            if attempt == retries:
+                if retries:
+                    raise SandboxStartError(f"{e} (after {retries + 1} attempts)") from e
+                raise
+            logger.warning("sandbox start failed (%s); retry %d/%d in %.1f s", e, attempt + 1, retries, delay)
+        await asyncio.sleep(delay)
+        delay = min(2 * delay, 30.0)
+    raise AssertionError("unreachable")
 
 
 class SandboxPool:
@@ -69,9 +89,8 @@ class SandboxPool:
                 self._warm.append(sb)
             return
 
-    @contextlib.asynccontextmanager
-    async def acquire(self) -> AsyncIterator[Sandbox]:
-        """A started sandbox for one use: warm if one is, else started now; closed when the block exits."""
+    async def take(self, retries: int = 0) -> Sandbox:
+        """A started sandbox for one use, the caller's to close: warm if one is, else started now."""
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
         sb = None
@@ -82,8 +101,14 @@ class SandboxPool:
                 sb = None
         self.fill()  # replace the one just taken
         if sb is None:
-            sb = create_sandbox(self.config)
-            await sb.start()
+            return await start_sandbox(self.config, retries, self._retry_delay_s)
+        sb._started_at = time.monotonic()  # its cost (usage.alive_s) starts when it is handed out
+        return sb
+
+    @contextlib.asynccontextmanager
+    async def acquire(self) -> AsyncIterator[Sandbox]:
+        """`take()`, closed when the block exits."""
+        sb = await self.take()
         try:
             yield sb
         finally:
@@ -114,179 +139,80 @@ async def _close_quietly(sb: Sandbox) -> None:
         logger.warning("closing sandbox %s failed", sb.id, exc_info=True)
 
 
-class SandboxHost:
-    """Owns the sandboxes on one Ray node; runs as an actor made by `sandbox_host_class()`."""
-
-    def __init__(self, config: Config, warm: int = 0):
-        self._pool = SandboxPool(config, warm)
-        # Each open sandbox keeps its acquire() block open in an exit stack until close(sid).
-        self._open: dict[str, tuple[Sandbox, contextlib.AsyncExitStack]] = {}
-
-    async def ready(self) -> str:
-        import ray
-
-        self._pool.fill()  # the actor's event loop runs only now, not in __init__
-        return ray.get_runtime_context().get_node_id()
-
-    async def open(self) -> str:
-        stack = contextlib.AsyncExitStack()
-        sb = await stack.enter_async_context(self._pool.acquire())
-        self._open[sb.id] = (sb, stack)
-        return sb.id
-
-    def _get(self, sid: str) -> Sandbox:
-        if sid not in self._open:
-            raise SandboxError(f"no open sandbox {sid} on this host")
-        return self._open[sid][0]
-
-    async def exec(self, sid: str, cmd: str, timeout: float | None = None) -> ExecResult:
-        return await self._get(sid).exec(cmd, timeout)
-
-    async def read_file(self, sid: str, path: str, timeout: float = 60.0) -> str:
-        return await self._get(sid).read_file(path, timeout)
-
-    async def write_file(self, sid: str, path: str, content: str | bytes, timeout: float = 60.0) -> None:
-        await self._get(sid).write_file(path, content, timeout)
-
-    async def close(self, sid: str) -> None:
-        entry = self._open.pop(sid, None)
-        if entry is not None:
-            await entry[1].aclose()
-
-    async def shutdown(self) -> None:
-        await asyncio.gather(*(self.close(sid) for sid in list(self._open)), return_exceptions=True)
-        await self._pool.close()
 
 
-@functools.lru_cache(maxsize=None)
-def sandbox_host_class():
-    """The Ray actor class for `SandboxHost`; made here so importing this module never imports ray.
-    num_cpus=0: the host only waits on the container engine, and must not take CPUs from training."""
-    import ray
+class WarmPools:
+    """Warm sandboxes keyed by config (one image, one task's files): `warm(config)` asks for `per_key` of it
+    to be kept started; `take(config)` hands out a warm one when there is one, else starts it now. A key not
+    asked for in `idle_s` seconds is closed, and at most `max_warm` sandboxes are kept warm in all (the
+    least recently used key goes first), so a pool follows the tasks in flight instead of growing with
+    the dataset. `per_key=0` turns warming off: every take is a start (with retries)."""
 
-    return ray.remote(num_cpus=0)(SandboxHost)
+    def __init__(self, per_key: int = 0, max_warm: int = 64, idle_s: float = 300.0, start_retries: int = 2,
+                 retry_delay_s: float = 1.0):
+        self.per_key, self.max_warm, self.idle_s = per_key, max_warm, idle_s
+        self.start_retries, self.retry_delay_s = start_retries, retry_delay_s
+        self._pools: collections.OrderedDict[str, tuple[SandboxPool, float]] = collections.OrderedDict()
+        self._closing: set[asyncio.Task] = set()
+        self.hits = self.misses = 0
 
-
-async def _ray_call(ref) -> Any:
-    """Await an actor call, raising the actor's own exception (SandboxError, FileNotFoundError), not
-    Ray's wrapper, so callers handle remote and local sandboxes alike."""
-    from ray.exceptions import RayActorError, RayTaskError
-
-    try:
-        return await ref
-    except RayTaskError as e:
-        if isinstance(getattr(e, "cause", None), Exception):
-            raise e.cause from e
-        raise
-    except RayActorError as e:  # the host (or its node) is gone, and its sandboxes with it
-        raise SandboxDied(f"sandbox host died: {e}") from e
-
-
-@dataclasses.dataclass(eq=False)
-class _Host:
-    actor: Any
-    node_id: str
-    open: int = 0  # counted here, not asked of the actor, so placement costs no round trip
-
-
-class RemoteSandbox:
-    """A sandbox inside a `SandboxHost` actor, with `Sandbox`'s interface; every call goes through Ray."""
-
-    def __init__(self, host: _Host, sandbox_id: str, config: Config):
-        self._host, self.id, self.config = host, sandbox_id, config
-        self.node_id = host.node_id  # the Ray node whose container engine runs it
-        self._closed = False
+    @staticmethod
+    def key(config: Config) -> str:
+        return config.model_dump_json()
 
     @property
-    def alive(self) -> bool:  # as far as this side knows; a dead container shows as SandboxDied on use
-        return not self._closed
+    def warm_count(self) -> int:
+        return sum(p.warm for p, _ in self._pools.values())
 
-    async def exec(self, cmd: str, timeout: float | None = None) -> ExecResult:
-        return await _ray_call(self._host.actor.exec.remote(self.id, cmd, timeout))
-
-    async def read_file(self, path: str, timeout: float = 60.0) -> str:
-        return await _ray_call(self._host.actor.read_file.remote(self.id, path, timeout))
-
-    async def write_file(self, path: str, content: str | bytes, timeout: float = 60.0) -> None:
-        await _ray_call(self._host.actor.write_file.remote(self.id, path, content, timeout))
-
-    async def close(self) -> None:
-        if self._closed:
+    def warm(self, config: Config) -> None:
+        """Keep `per_key` sandboxes of `config` started from now on (until idle)."""
+        if self.per_key <= 0:
             return
-        self._closed = True
-        try:
-            await _ray_call(self._host.actor.close.remote(self.id))
-        except SandboxDied:
-            pass  # the host is gone; nothing left to close from here
-        finally:
-            self._host.open -= 1
+        key = self.key(config)
+        pool = self._pools.pop(key, (None, 0.0))[0] or SandboxPool(config, self.per_key, self.retry_delay_s)
+        self._pools[key] = (pool, time.monotonic())  # most recently used last
+        self._evict()
+        pool.fill()
 
-
-class RaySandboxPool:
-    """One `SandboxHost` per alive Ray node (each keeping `per_node` sandboxes warm); `acquire()` yields
-    a `RemoteSandbox` on the host with the fewest open sandboxes."""
-
-    def __init__(self, config: Config, per_node: int = 0):
-        self.config, self.per_node = config, per_node
-        self.hosts: list[_Host] = []
-        self._lock = asyncio.Lock()  # concurrent first acquires must not create two hosts per node
-        self._closed = False
-
-    async def start(self) -> None:
-        async with self._lock:
-            if self.hosts or self._closed:
-                return
-            import ray
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-            cls = sandbox_host_class()
-            actors = [
-                cls.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
-                .remote(self.config, self.per_node)
-                for n in ray.nodes() if n["Alive"]
-            ]
-            node_ids = await asyncio.gather(*(_ray_call(a.ready.remote()) for a in actors))
-            self.hosts = [_Host(a, nid) for a, nid in zip(actors, node_ids)]
+    async def take(self, config: Config) -> Sandbox:
+        entry = self._pools.get(self.key(config))
+        if entry is None:
+            self.misses += 1
+            return await start_sandbox(config, self.start_retries, self.retry_delay_s)
+        pool = entry[0]
+        self._pools[self.key(config)] = (pool, time.monotonic())
+        self._pools.move_to_end(self.key(config))
+        if pool.warm:
+            self.hits += 1
+        else:
+            self.misses += 1
+        return await pool.take(self.start_retries)
 
     @contextlib.asynccontextmanager
-    async def acquire(self) -> AsyncIterator[RemoteSandbox]:
-        await self.start()
-        if self._closed:
-            raise SandboxError("the sandbox pool is closed")
-        host = min(self.hosts, key=lambda h: h.open)
-        host.open += 1  # before the await, so concurrent acquires spread too
-        ref = host.actor.open.remote()
-        try:
-            sid = await _ray_call(ref)
-        except BaseException as e:
-            host.open -= 1
-            if isinstance(e, asyncio.CancelledError):  # the start goes on in the actor: close it, not leak it
-                with contextlib.suppress(Exception):
-                    await host.actor.close.remote(await ref)
-            raise
-        sb = RemoteSandbox(host, sid, self.config)
+    async def acquire(self, config: Config) -> AsyncIterator[Sandbox]:
+        sb = await self.take(config)
         try:
             yield sb
         finally:
             await asyncio.shield(sb.close())
 
+    def _evict(self) -> None:
+        now = time.monotonic()
+        while self._pools:
+            key, (pool, used) = next(iter(self._pools.items()))
+            over = len(self._pools) * self.per_key > self.max_warm
+            if not over and now - used < self.idle_s:
+                break
+            del self._pools[key]
+            task = asyncio.get_running_loop().create_task(pool.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+    def sweep(self) -> None:
+        """Close the keys idle for `idle_s` (a host calls this now and then; `warm` also does)."""
+        if self._pools:
+            self._evict()
+
     async def close(self) -> None:
-        """Close every host's sandboxes, then end the hosts."""
-        self._closed = True
-        hosts, self.hosts = self.hosts, []
-        if not hosts:
-            return
-        import ray
-
-        results = await asyncio.gather(*(_ray_call(h.actor.shutdown.remote()) for h in hosts), return_exceptions=True)
-        for h, r in zip(hosts, results):
-            if isinstance(r, Exception):
-                logger.warning("shutting down the sandbox host on node %s failed: %s", h.node_id, r)
-            ray.kill(h.actor)  # its sandboxes are closed (or the host is already gone)
-
-    async def __aenter__(self) -> RaySandboxPool:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        await self.close()
+        pools, self._pools = [p for p, _ in self._pools.values()], collections.OrderedDict()
+        await asyncio.gather(*(p.close() for p in pools), *list(self._closing), return_exceptions=True)

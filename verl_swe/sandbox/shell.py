@@ -36,6 +36,11 @@ class SandboxError(RuntimeError):
     """A sandbox could not be started or used."""
 
 
+class SandboxStartError(SandboxError):
+    """A sandbox did not start (engine error, missing image, start timeout): the infrastructure's failure,
+    never the agent's, and often transient (worth a retry)."""
+
+
 class SandboxFileError(SandboxError):
     """A file operation ran in the sandbox and failed (a path under a file, no permission): the sandbox itself
     answered and is fine. `reason` is what the command said."""
@@ -48,8 +53,29 @@ class SandboxFileError(SandboxError):
         return type(self), (str(self), self.reason)
 
 
+# Why a sandbox died, as its backend could tell afterwards. Only positive evidence of an outside cause counts
+# as the infrastructure's: a policy must not be able to turn a failing episode into an excluded one by killing
+# its own sandbox, so anything the sandbox's own processes could have done stays the agent's.
+AGENT_CAUSES = ("exited", "oom", "unknown")  # its main process ended (e.g. `kill -9 $PPID`); its memory limit
+INFRA_CAUSES = ("killed", "removed", "engine", "host_lost")  # signalled from outside; removed; engine or node gone
+
+
 class SandboxDied(SandboxError):
-    """The sandbox is gone (container removed, supervisor killed): nothing more can run in it."""
+    """The sandbox is gone (container removed, supervisor killed): nothing more can run in it.
+
+    `cause` is one of AGENT_CAUSES or INFRA_CAUSES; `infra` says whether the infrastructure, not the agent,
+    ended it (see `Sandbox` backends: they look at the container's or process's end when the stream closes)."""
+
+    def __init__(self, message: str, cause: str = "unknown"):
+        super().__init__(message)
+        self.cause = cause
+
+    @property
+    def infra(self) -> bool:
+        return self.cause in INFRA_CAUSES
+
+    def __reduce__(self):
+        return type(self), (str(self), self.cause)
 
 
 class ShellTransport(Protocol):

@@ -64,3 +64,21 @@ class ScriptedServerManager:
         return TokenOutput(token_ids=gen.token_ids, log_probs=gen.logprobs,
                            stop_reason="aborted" if gen.stop_reason == "aborted" else "completed",
                            extra_fields={"global_steps": steps, "min_global_steps": steps, "max_global_steps": steps})
+
+
+class TurnScriptedLLM(ScriptedLLM):
+    """A ScriptedLLM that answers turn t of an episode with reply t, read from the request id
+    (`<episode_id>-<turn>`, as run_episode names requests), not from how many calls came before: an episode
+    run again from scratch (after an infrastructure failure) gets the same replies again, as a model would
+    be asked the same prompts again."""
+
+    async def generate(self, prompt_ids: list[int], sampling: Sampling, request_id: str) -> Generation:
+        turn = int(request_id.rsplit("-", 1)[1])
+        reply = self.replies[min(turn, len(self.replies) - 1)]
+        text = reply(prompt_ids) if callable(reply) else reply
+        ids = self.tok.encode(text, add_special_tokens=False) + ([self.eot] if self.stop else [])
+        stop_reason = "stop"
+        if len(ids) > sampling.max_tokens:
+            ids, stop_reason = ids[: sampling.max_tokens], "length"
+        self.generated.extend(ids)
+        return Generation(ids, [self.logprob] * len(ids), stop_reason)
