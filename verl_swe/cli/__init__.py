@@ -9,7 +9,7 @@ from verl_swe.cli.pipeline import tiny_cpu
 from verl_swe.cli.rft import rft_app
 from verl_swe.cli.sandbox import sandbox_app
 from verl_swe.cli.tasks import envs_app, evaluate
-from verl_swe.cli.train import curriculum, plan, rehearse
+from verl_swe.cli.train import curriculum, export, plan, rehearse
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Train SWE agents with verl: sandboxes, tasks, RL.")
 app.add_typer(sandbox_app, name="sandbox")
@@ -23,5 +23,6 @@ app.command("plot-training")(plot_training)
 app.command("plan")(plan)
 app.command("rehearse")(rehearse)
 app.command("curriculum")(curriculum)
+app.command("export")(export)
 app.command("curate")(curate)
 app.command("tiny-cpu")(tiny_cpu)

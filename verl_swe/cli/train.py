@@ -3,6 +3,7 @@ export a run's model, build the stage-2 task pool."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import List, Optional
 
@@ -73,26 +74,57 @@ def rehearse(
     console.print(f"[green]ok[/]: {config_name} passes verl's and vLLM's start-up logic")
 
 
+def export(
+    run_dir: Path = typer.Argument(..., help="a run directory (trainer.default_local_dir) of RFT or RL"),
+    out: Optional[Path] = typer.Option(None, help="the model folder to write (default: RUN_DIR/hf)"),
+    step: Optional[int] = typer.Option(None, help="which global_step_N (default: the last checkpoint)"),
+    merge: bool = typer.Option(False, help="build it with verl's model merger even if the checkpoint has hf_model"),
+):
+    """A run's checkpoint as a Hugging Face model: the next stage's model.path, or a model to `vllm serve`."""
+    from verl_swe.trainer.export import ExportError
+    from verl_swe.trainer.export import export as run
+
+    try:
+        folder = run(run_dir, out, step, merge)
+    except ExportError as e:
+        err_console.print(f"[red]error:[/] {e}")
+        raise typer.Exit(1) from None
+    record = json.loads((folder / "export.json").read_text())
+    config = json.loads((folder / "config.json").read_text())
+    console.print(f"{folder}: step {record['step']} ({record['source']}), max_position_embeddings "
+                  f"{config.get('max_position_embeddings')}, RoPE {config.get('rope_parameters') or config.get('rope_scaling')}")
+
+
 def curriculum(
     trajectories: List[Path] = typer.Option(..., help="run directories (or their trajectories/) of stage 1; repeatable"),
-    instances: str = typer.Option(..., help="the stage-1 task pool (.jsonl/.json/.parquet)"),
-    out: Path = typer.Option(..., help="stage-2 pool, JSONL; the success counts go next to it"),
+    instances: Path = typer.Option(..., help="the stage-1 pool: its RL parquet (data.train_files), or task rows"),
+    out: Path = typer.Option(..., help="stage-2 pool: .parquet (verl RL rows, data.train_files) or .jsonl; the "
+                                       "success counts go next to it"),
     max_rate: float = typer.Option(2 / 3, help="drop tasks solved in at least this share of attempts (paper: 2/3)"),
 ):
     """Stage-2 pool (P1): drop tasks solved in >= 2/3 of their attempts and tasks never solved."""
     from verl_swe.agent.trajectories import load_trajectories
-    from verl_swe.algo.curriculum import SuccessCounts, stage2_pool
+    from verl_swe.algo.curriculum import SuccessCounts, filter_rl_parquet, is_rl_parquet, rl_parquet_tasks, stage2_pool
     from verl_swe.tasks import load_tasks
+    from verl_swe.tasks.rl_data import write_rl_parquet
 
-    tasks = load_tasks(instances)
+    rl_rows = is_rl_parquet(instances)
+    tasks = rl_parquet_tasks(instances) if rl_rows else load_tasks(instances)
+    ids = [t.instance_id for t in tasks]
     counts = SuccessCounts()
     for run in trajectories:
         run = run.parent if run.name == "trajectories" else run
-        counts.update((t.instance_id, t.resolved) for t in load_trajectories(run))
-    keep = set(stage2_pool(counts, [t.instance_id for t in tasks], max_rate))
+        # an episode infrastructure ended (issue 17's infra_failure) says nothing about the task's difficulty
+        counts.update((t.instance_id, t.resolved) for t in load_trajectories(run) if not getattr(t, "infra_failure", None))
+    keep = set(stage2_pool(counts, ids, max_rate))
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(t.model_dump_json() + "\n" for t in tasks if t.instance_id in keep))
+    if out.suffix == ".parquet" and rl_rows:
+        filter_rl_parquet(instances, out, keep)  # stage 1's rows as they were: prompts, tool set, data_source
+    elif out.suffix == ".parquet":
+        write_rl_parquet([t for t in tasks if t.instance_id in keep], out)
+    else:
+        out.write_text("".join(t.model_dump_json() + "\n" for t in tasks if t.instance_id in keep))
     counts.save(out.with_suffix(".counts.json"))
-    attempted = sum(1 for t in tasks if counts.attempts.get(t.instance_id))
-    console.print(f"{len(tasks)} tasks, {attempted} attempted, {sum(counts.attempts.values())} episodes -> "
+    attempted = sum(1 for i in ids if counts.attempts.get(i))
+    console.print(f"{len(ids)} tasks, {attempted} attempted, {sum(counts.attempts.values())} episodes -> "
                   f"{len(keep)} in the stage-2 pool: {out}")
