@@ -9,8 +9,8 @@ DIR (default $VERL_SWE_REAL_DIR or ~/.cache/verl-swe/real) gets:
                        one, test_patch = its regression tests; FAIL_TO_PASS / PASS_TO_PASS found by running
                        the tests in a sandbox before and after the fix
   envs.jsonl           one row per project (every build backend below): the published version's own test
-                       suite, PASS_TO_PASS found by running it; the empty patch "resolves" these rows, so they
-                       check environments, not agents (curation drops them as it should)
+                       suite (an eval_script), PASS_TO_PASS found by running it; these rows check environments,
+                       not agents: the empty patch "resolves" them and curation drops them (no gold patch)
 
 Use them with `--repos-dir DIR/repos`, e.g. `verl-swe envs build --instances DIR/tasks.jsonl --repos-dir DIR/repos`.
 A rerun reuses the sdists, repositories and rows already built (the rows are rebuilt when this file changes).
@@ -157,6 +157,16 @@ def fix_patches(repo: Path, a: str, b: str, test_dirs: tuple[str, ...]) -> tuple
     return diff(source), diff(tests)
 
 
+def suite_script(p: Project) -> str:
+    """An environment row's eval script (swebench's shape): the published suite between the log markers."""
+    import shlex
+
+    from swebench.harness.constants import END_TEST_OUTPUT, START_TEST_OUTPUT
+
+    return "\n".join(["#!/bin/bash", "set -uxo pipefail", f"echo '{START_TEST_OUTPUT}'",
+                      " ".join([p.test_cmd, *map(shlex.quote, p.tests)]), f"echo '{END_TEST_OUTPUT}'"]) + "\n"
+
+
 def base_row(p: Project, commit: str) -> dict:
     return {
         "repo": f"{OWNER}/{p.name}", "base_commit": commit, "environment_setup_commit": commit,
@@ -208,7 +218,8 @@ async def determine_tests(rows: list[dict], fixes: list[bool], envs) -> list[dic
             row["PASS_TO_PASS"] = sorted(t for t, s in after.items() if s == "PASSED" and before.get(t) == "PASSED")
         else:
             status = await _statuses(probe, envs, "", "", files)
-            passed = sorted(t for t, s in status.items() if s == "PASSED")
+            # node ids only: a module's collection line ("tests/test_more.py") is no test to hold a run to
+            passed = sorted(t for t, s in status.items() if s == "PASSED" and "::" in t)
             row["FAIL_TO_PASS"], row["PASS_TO_PASS"] = passed[:1], passed[1:]
             row["meta"]["suite"] = {s: sum(v == s for v in status.values()) for s in sorted(set(status.values()))}
         if not row["FAIL_TO_PASS"]:
@@ -245,7 +256,8 @@ def build(out: Path, cache: Path, backend: str) -> tuple[Path, Path]:
     for p in PROJECTS:
         rows.append({**base_row(p, commits[p.name][p.version]), "instance_id": f"{OWNER}__{p.name}-env-{p.version}",
                      "problem_statement": f"Environment check: the test suite of {p.name} {p.version}.",
-                     "patch": "", "test_patch": "", "FAIL_TO_PASS": [], "PASS_TO_PASS": [], "_test_files": list(p.tests)})
+                     "patch": "", "test_patch": "", "eval_script": suite_script(p),
+                     "FAIL_TO_PASS": [], "PASS_TO_PASS": [], "_test_files": list(p.tests)})
         is_fix.append(False)
     sandbox = {"state_dir": str(cache / "sandboxes")} if backend == "local" else {}
     envs = Environments(backend, repos_dir=repos, cache_dir=cache / "verl-swe", sandbox=sandbox)

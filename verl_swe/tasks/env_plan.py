@@ -24,7 +24,9 @@ from verl_swe.tasks.target import Target
 
 ENV_FORMAT = 2  # bump when the build script changes, so caches rebuild
 FAILED_MARK = "VERL_SWE_BUILD_FAILED"
-BASE_FETCH = ("pip", "setuptools", "wheel")
+# For legacy builds in pip's isolated environments; fetched with the repository's own build requirements
+# (one resolution: these are unpinned, so they never conflict with them).
+BASE_FETCH = ("setuptools", "wheel")
 
 
 class EnvBuildError(RuntimeError):
@@ -43,9 +45,12 @@ class EnvPlan:
 
     def fetch_args(self, wheels: Path) -> list[tuple[list[str], str]]:
         """(pip requirement arguments, where they come from) for the host to fetch before building."""
-        out = [(list(BASE_FETCH), "the virtualenv's own tools")]
-        for path, reqs in self.build_requires.items():
-            out.append((reqs, f"build requirements of the repository{'' if path == '.' else ' ' + path}"))
+        out = []
+        for n, (path, reqs) in enumerate(self.build_requires.items()):
+            out.append(([*reqs, *(BASE_FETCH if n == 0 else ())],
+                        f"build requirements of the repository{'' if path == '.' else ' ' + path}"))
+        if not self.build_requires:
+            out.append((list(BASE_FETCH), "setuptools and wheel for legacy builds"))
         for s in self.steps:
             if s.fetch:
                 out.append(([a.replace("{wheels}", str(wheels)) for a in s.fetch], f"{s.source}: {s.command}"))

@@ -86,7 +86,11 @@ class Fetcher:
                     f"({_errors(stderr)}); fetch on a machine that can, or point pip at a mirror "
                     "(PIP_INDEX_URL / pip.conf)")
         if "metadata-generation-failed" in stderr or "subprocess-exited-with-error" in stderr:
-            return f"could not read the metadata of {wanted} ({what}), its build failed on the host: {_errors(stderr)}"
+            # the backend's own exception, from the output pip quotes, says more than pip's summary
+            raised = re.findall(r"^\s*(\w*(?:Error|Exception)\b.*)$", stderr, re.M)
+            cause = f"{raised[-1].strip()[:300]}; " if raised else ""
+            return (f"could not read the metadata of {wanted} ({what}), its build failed on the host: "
+                    f"{cause}{_errors(stderr)}")
         if _unavailable(stderr):
             extra = "" if self.host_matches else (f" (sdists are not considered: the host has Python "
                                                   f"{sys.version_info[0]}.{sys.version_info[1]}, not "
