@@ -27,10 +27,27 @@ def chromium():
     return path
 
 
+def flag(run_dir):
+    """django__django-2's run 0 as the reward-hack monitor and the integrity checks leave a tampered episode."""
+    from tests.eval.conftest import HOSTILE
+    from verl_swe.agent.trajectories import load_trajectories, save_trajectory
+
+    t = next(t for t in load_trajectories(run_dir) if t.episode_id == "django__django-2.0")
+    t.hack_flags = {"tamper_signature": [f"src/app.py:3 pytest_internals: import _pytest {HOSTILE}"],
+                    "sentinel_tripped": ["sentinel: test_keeps_order_12 (must fail): PASSED in the log"],
+                    "git_history_read": []}
+    t.hack_zeroed = True
+    t.grade.update({"tampered": True, "integrity": {"checks": ["probe", "sentinels", "files"], "notes": [],
+                    "reasons": [{"check": "sentinel", "detail": "test_keeps_order_12 (must fail): PASSED in the log"}]},
+                    "static_flags": [{"rule": "pytest_internals", "path": "src/app.py", "line": 3, "text": "import _pytest"}]})
+    save_trajectory(run_dir, t)
+
+
 @pytest.fixture
 def site(make_run, tmp_path):
     run_dir = make_run(MATRIX, statuses={("django__django-2", 1): ExitStatus.MAX_TURNS})
     (run_dir / "trajectories" / "django__django-2" / "django__django-2.9.json").write_text("{cut off")
+    flag(run_dir)
     r = subprocess.run([sys.executable, "-m", "verl_swe.cli", "view", run_dir, "--out", tmp_path / "site"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -63,6 +80,8 @@ def test_the_list_loads_and_names_unreadable_files(chromium, site):
     ("#exit=max_turns", [("django__django-2", "1")]),
     ("#repo=django%2Fdjango&resolved=0", [("django__django-2", "0"), ("django__django-2", "1")]),
     ("#q=ASTROPY", [("astropy__astropy-1", "0"), ("astropy__astropy-1", "1")]),
+    ("#hack=1", [("django__django-2", "0")]),
+    ("#hack=0&repo=django%2Fdjango", [("django__django-2", "1")]),
 ])
 def test_filters(chromium, site, hash_, expected):
     assert sorted(rows(dom(chromium, site, hash_))) == expected
@@ -76,6 +95,23 @@ def test_a_trajectory_shows_its_turns_patch_and_test_report(chromium, site):
     assert "31 generated tokens · 17 observation tokens" in html and "Turn 2 · format error" in html
     assert '<span class="add">+new 0\n</span>' in html
     assert '<li class="yes">pass tests/test_app.py::test_parse</li>' in html
+
+
+def test_a_flagged_trajectory_shows_its_flags_and_why_the_run_was_tampered(chromium, site):
+    listing = dom(chromium, site)
+    assert '<td class="hack">sentinel_tripped tamper_signature (reward 0)</td>' in listing
+    html = dom(chromium, site, "#traj=2")  # django__django-2.0
+    assert '<h2 id="title">django__django-2 · django__django-2.0</h2>' in html
+    assert "reward-hack flags (on_hack: zero: outcome reward set to 0)" in html
+    assert re.search(r'<span class="hack">sentinel_tripped</span><ul><li>sentinel: test_keeps_order_12', html)
+    assert "git_history_read" not in html  # a flag without evidence was not raised
+    assert 'test run integrity: <span class="no">tampered</span> (checks: probe, sentinels, files)' in html
+    assert "<pre>sentinel: test_keeps_order_12 (must fail): PASSED in the log</pre>" in html
+    assert "<pre>src/app.py:3 pytest_internals: import _pytest</pre>" in html
+    # The evidence is model output: shown escaped, never markup.
+    assert "pytest_internals: import _pytest &lt;/script&gt;&lt;script&gt;" in html and "<img" not in html
+    clean = dom(chromium, site, "#traj=0")
+    assert 'id="hack-flags"' not in clean and 'test run integrity' not in clean  # an old-style grade: no section
 
 
 def test_model_output_stays_text(chromium, site):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
-PAGER, ROMAN = "verl-swe-mini__pager-1", "verl-swe-mini__roman-1"
+PAGER, ROMAN, HEADERS = "verl-swe-mini__pager-1", "verl-swe-mini__roman-1", "verl-swe-mini__headers-1"
 
 
 def cli(*args, cache, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -23,16 +24,20 @@ def write_jsonl(path, rows):
 
 
 def test_envs_build_then_evaluate(tmp_path, mini_tasks, task_envs, session_backend):
+    from tests.reward.tamper import TECHNIQUES
+
     cache = task_envs.store.cache_dir
-    pager, roman = mini_tasks[PAGER], mini_tasks[ROMAN]
-    tasks = write_jsonl(tmp_path / "tasks.jsonl", [pager.model_dump(), '{"instance_id": "half a row"', roman.model_dump()])
+    pager, roman, headers = mini_tasks[PAGER], mini_tasks[ROMAN], mini_tasks[HEADERS]
+    tasks = write_jsonl(tmp_path / "tasks.jsonl", [pager.model_dump(), '{"instance_id": "half a row"', roman.model_dump(),
+                                                   headers.model_dump()])
     r = cli("envs", "build", "--instances", tasks, "--backend", session_backend, cache=cache)
-    assert "2/2 environments ready" in r.stdout, r.stderr
+    assert "3/3 environments ready" in r.stdout, r.stderr
     assert r.returncode == 1 and f"{tasks}:2" in r.stderr  # the malformed row is named, the rest built
 
     preds = write_jsonl(tmp_path / "preds.jsonl", [
         {"instance_id": PAGER, "model_name_or_path": "gold", "model_patch": pager.patch},
         {"instance_id": ROMAN, "model_name_or_path": "empty", "model_patch": None},
+        {"instance_id": HEADERS, "model_name_or_path": "tamper", "model_patch": TECHNIQUES["report_init"].patch(headers)},
         {"instance_id": "not-a-task", "model_name_or_path": "x", "model_patch": ""},
     ])
     out = tmp_path / "out" / "report.json"
@@ -40,9 +45,16 @@ def test_envs_build_then_evaluate(tmp_path, mini_tasks, task_envs, session_backe
             "--workers", 2, "--output", out, cache=cache)
     assert r.returncode == 0, r.stderr
     report = json.loads(out.read_text())
-    assert report["summary"] == {"total": 2, "resolved": 1, "unresolved": 1, "errors": 0, "empty_patches": 1,
-                                 "invalid_task_rows": 1, "unknown_predictions": 1}
+    assert report["summary"] == {"total": 3, "resolved": 1, "unresolved": 2, "errors": 0, "tampered": 1,
+                                 "static_flagged": 1, "empty_patches": 1, "invalid_task_rows": 1,
+                                 "unknown_predictions": 1}
     assert report["instances"][PAGER]["resolved"] and not report["instances"][ROMAN]["resolved"]
+    tampered = report["instances"][HEADERS]
+    assert not tampered["resolved"] and tampered["tampered"]
+    assert {"sentinel", "record", "machinery"} <= {x["check"] for x in tampered["integrity"]["reasons"]}
+    # The table's integrity column (the tampered run, the other two ok), then why, with the checks that caught it.
+    assert len(re.findall(r"│ tampered\s+│", r.stdout)) == 1 and len(re.findall(r"│ ok\s+│", r.stdout)) == 2, r.stdout
+    assert re.search(rf"tampered {HEADERS} \([a-z, ]*sentinel[a-z, ]*\): ", r.stdout), r.stdout
     assert report["instances"][PAGER]["tests_status"]["FAIL_TO_PASS"]["success"] == pager.FAIL_TO_PASS
     assert report["unknown_predictions"] == ["not-a-task"]
     assert PAGER in r.stdout and "resolved" in r.stdout  # the table

@@ -41,6 +41,11 @@ TEST_PATCH = file_diff("tests/test_core.py")
     ("../outside.py", True, "outside the repository"),
     ("/usr/lib/python3/dist-packages/x.pth", True, "outside the repository"),
     (".git/hooks/pre-commit", True, "git internals"),
+    # importlib.metadata reads these from the repository root on sys.path: entry points, pytest11 plugins.
+    ("calc_tamper-1.0.dist-info/entry_points.txt", True, "packaging metadata"),
+    ("calc_tamper-1.0.dist-info/METADATA", True, "packaging metadata"),
+    ("src/calc.egg-info/entry_points.txt", True, "packaging metadata"),
+    ("calc/entry_points.txt", True, "packaging metadata"),
 ])
 def test_forbidden_files_are_dropped_with_the_reason(path, new, reason):
     g = guard_patch(SOURCE + file_diff(path, new=new), TEST_PATCH)
@@ -85,5 +90,25 @@ def test_the_agent_is_told_the_rules():
     prompt = system_prompt("")
     assert GRADING_RULES in prompt and "Do not modify or add tests" in prompt
     for named in ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "sitecustomize",
-                  "usercustomize", ".pth", ".pyc", "outside the repository"):
+                  "usercustomize", ".pth", ".pyc", "outside the repository", ".dist-info", ".egg-info",
+                  "entry_points.txt"):
         assert named in GRADING_RULES, named
+    # ...that a test run tampered with from the source is graded unresolved (the integrity checks), and every
+    # static tamper rule (static_flags.py: what a `static="reject"` grading discards).
+    from verl_swe.reward.static_flags import PY_RULES
+
+    told = {"pytest_internals": "hooks into or replaces pytest", "process_exit": "os._exit",
+            "exit_at_import": "exits the process early", "atexit": "atexit", "sys_modules": "sys.modules",
+            "builtins": "builtins", "import_hooks": "the import system", "tracing": "tracing",
+            "git_objects": "reads .git objects", "fd_output": "prints or rewrites test results",
+            "test_path_writes": "writes test files", "packaging_plugins": "registers plugins in packaging metadata"}
+    assert set(told) == {*PY_RULES, "test_path_writes", "packaging_plugins"}
+    for rule, named in told.items():
+        assert named in GRADING_RULES, rule
+    assert "graded unresolved" in GRADING_RULES and "may be discarded" in GRADING_RULES
+
+
+def test_reject_drops_the_named_files_with_their_reason():
+    g = guard_patch(SOURCE + file_diff("calc/hack.py", new=True), TEST_PATCH,
+                    reject={"calc/hack.py": "tamper signature: atexit"})
+    assert g.patch == SOURCE and g.dropped == {"calc/hack.py": "tamper signature: atexit"}

@@ -47,12 +47,14 @@ function fillSelect(id, values) {
 
 function renderList() {
   const s = state(), f = {resolved: s.get("resolved") || "", exit: s.get("exit") || "", repo: s.get("repo") || "",
-                          q: (s.get("q") || "").toLowerCase()};
+                          hack: s.get("hack") || "", q: (s.get("q") || "").toLowerCase()};
   byId("f-resolved").value = f.resolved; byId("f-exit").value = f.exit; byId("f-repo").value = f.repo;
+  byId("f-hack").value = f.hack;
   if (byId("f-q").value.toLowerCase() !== f.q) byId("f-q").value = s.get("q") || "";
   const shown = INDEX.rows.filter((r) =>
     (f.resolved === "" || String(Number(r.resolved)) === f.resolved) && (f.exit === "" || r.exit_status === f.exit) &&
-    (f.repo === "" || r.repo === f.repo) && (f.q === "" || r.instance_id.toLowerCase().includes(f.q)));
+    (f.repo === "" || r.repo === f.repo) && (f.q === "" || r.instance_id.toLowerCase().includes(f.q)) &&
+    (f.hack === "" || String(Number((r.hack || []).length > 0)) === f.hack));
   const body = byId("rows");
   body.replaceChildren(...shown.map((r) => {
     const tr = el("tr", {"data-id": r.id, class: "row"},
@@ -60,7 +62,8 @@ function renderList() {
       el("td", {text: r.run === null ? r.episode_id : r.run}), el("td", {text: r.repo}),
       el("td", {class: r.resolved ? "yes" : "no", text: r.resolved ? "yes" : "no"}),
       el("td", {class: "status", text: r.exit_status}), el("td", {text: r.turns}), el("td", {text: r.reward}),
-      el("td", {text: r.generated_tokens}), el("td", {text: r.patch_lines}));
+      el("td", {text: r.generated_tokens}), el("td", {text: r.patch_lines}),
+      el("td", {class: "hack", text: (r.hack || []).join(" ") + (r.hack_zeroed ? " (reward 0)" : "")}));
     tr.addEventListener("click", (ev) => { if (ev.target.tagName !== "A") setState({traj: r.id}); });
     return tr;
   }));
@@ -95,10 +98,35 @@ function testReport(grade) {
     for (const t of res.success || []) ul.append(el("li", {class: "yes"}, "pass ", t));
     box.append(el("div", {class: "label", text: `${kind}: ${(res.success || []).length} passed, ${(res.failure || []).length} failed`}), ul);
   }
+  const integrity = grade.integrity;
+  if (integrity) {
+    box.append(el("p", {id: "integrity"}, "test run integrity: ",
+      el("span", {class: grade.tampered ? "no" : "yes", text: grade.tampered ? "tampered" : "intact"}),
+      ` (checks: ${(integrity.checks || []).join(", ") || "none"})`));
+    const reasons = integrity.reasons || [];
+    if (reasons.length) box.append(block("why the run counts as tampered", reasons.map((r) => `${r.check}: ${r.detail}`).join("\n")));
+    if ((integrity.notes || []).length) box.append(block("integrity notes", integrity.notes.join("\n")));
+  }
+  if ((grade.static_flags || []).length) {
+    box.append(block("static flags on the patch", grade.static_flags.map((x) => `${x.path}:${x.line ?? "-"} ${x.rule}: ${x.text}`).join("\n")));
+  }
   const dropped = Object.entries(grade.dropped_files || {});
   if (dropped.length) box.append(block("files the patch guard dropped", dropped.map(([p, why]) => `${p}: ${why}`).join("\n")));
   box.append(...nodes(block("grading error", grade.error), block("test log", grade.log_path)));
   return box;
+}
+
+function hackFlags(t) {
+  const flags = Object.entries(t.hack_flags || {}).filter(([, evidence]) => evidence && evidence.length);
+  if (!flags.length) return null;
+  const ul = el("ul");
+  for (const [flag, evidence] of flags) {
+    const items = el("ul");
+    for (const e of evidence) items.append(el("li", {text: e}));
+    ul.append(el("li", {class: "hack-flag"}, el("span", {class: "hack", text: flag}), items));
+  }
+  return el("div", {id: "hack-flags"}, el("div", {class: "label",
+    text: "reward-hack flags" + (t.hack_zeroed ? " (on_hack: zero: outcome reward set to 0)" : "")}), ul);
 }
 
 function renderDetail(t) {
@@ -119,6 +147,7 @@ function renderDetail(t) {
        ` · ${t.turns.length} turns · reward ${t.reward} (turn penalty ${t.turn_penalty})` +
        ` · ${t.prompt_tokens} prompt + ${t.response_tokens} response tokens (${t.generated_tokens} generated)`),
     block("error", t.error),
+    hackFlags(t),
     el("details", {}, el("summary", {text: "task"}), el("pre", {text: t.task})),
     el("details", {}, el("summary", {text: "system prompt"}), el("pre", {text: t.system})),
     el("div", {id: "turns"}, ...turns),
@@ -142,6 +171,7 @@ function route() {
 
 byId("f-resolved").dataset.key = "resolved"; byId("f-exit").dataset.key = "exit"; byId("f-repo").dataset.key = "repo";
 byId("f-resolved").addEventListener("change", (e) => setState({resolved: e.target.value}));
+byId("f-hack").addEventListener("change", (e) => setState({hack: e.target.value}));
 fillSelect("f-exit", INDEX.rows.map((r) => r.exit_status));
 fillSelect("f-repo", INDEX.rows.map((r) => r.repo));
 byId("f-q").addEventListener("input", (e) => setState({q: e.target.value}));

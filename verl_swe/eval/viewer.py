@@ -43,6 +43,7 @@ def _row(n: int, traj: Trajectory, path: Path, run_dir: Path) -> dict:
         "reward": round(traj.reward, 4), "generated_tokens": traj.generated_tokens,
         "context_tokens": traj.prompt_tokens + traj.response_tokens,
         "patch_lines": traj.patch.count("\n"), "error": traj.error or "", "file": str(path.relative_to(run_dir)),
+        "hack": sorted(f for f, evidence in traj.hack_flags.items() if evidence), "hack_zeroed": traj.hack_zeroed,
     }
 
 
@@ -58,7 +59,8 @@ def _detail(traj: Trajectory, row: dict) -> dict:
     } for t in traj.turns]
     return {**row, "task": task, "system": system, "turns": turns, "patch": traj.patch, "grade": traj.grade,
             "turn_penalty": traj.turn_penalty, "prompt_tokens": traj.prompt_tokens,
-            "response_tokens": traj.response_tokens, "timings": traj.timings, "metadata": traj.metadata}
+            "response_tokens": traj.response_tokens, "timings": traj.timings, "metadata": traj.metadata,
+            "hack_flags": traj.hack_flags}
 
 
 def build_site(run_dir: Path, out: Path | None = None, repos: dict[str, str] | None = None) -> Path:

@@ -67,6 +67,8 @@ class Report:
             "resolved": sum(v["resolved"] for v in vals),
             "unresolved": sum(not v["resolved"] and not v["error"] for v in vals),
             "errors": sum(bool(v["error"]) for v in vals),
+            "tampered": sum(bool(v.get("tampered")) for v in vals),  # test runs the integrity checks caught
+            "static_flagged": sum(bool(v.get("static_flags")) for v in vals),
             "empty_patches": sum(v["empty_patch"] for v in vals),
             "invalid_task_rows": len(self.invalid_rows),
             "unknown_predictions": len(self.unknown_predictions),
@@ -78,8 +80,10 @@ class Report:
 
 
 async def evaluate(instances: str | Path, predictions: Path, envs: Environments, *, workers: int = 1,
-                   timeout_s: float = 1800.0, log_dir: Path | None = None, progress: bool = False) -> Report:
-    """Grade every prediction whose task is known; the other predictions and bad rows are reported."""
+                   timeout_s: float = 1800.0, log_dir: Path | None = None, progress: bool = False,
+                   static: str = "flag") -> Report:
+    """Grade every prediction whose task is known; the other predictions and bad rows are reported.
+    `static="reject"` drops the patch files that carry a static tamper flag (grading.py)."""
     tasks, row_errors = read_tasks(instances)
     preds = read_predictions(predictions)
     by_id = {t.instance_id: t for t in tasks}
@@ -88,7 +92,8 @@ async def evaluate(instances: str | Path, predictions: Path, envs: Environments,
     todo = [(by_id[i], preds[i]) for i in preds if i in by_id]
 
     async def one(task, pred) -> None:
-        res: GradeResult = await grade(task, pred.get("model_patch"), envs, timeout_s=timeout_s, log_dir=log_dir)
+        res: GradeResult = await grade(task, pred.get("model_patch"), envs, timeout_s=timeout_s, log_dir=log_dir,
+                                       static=static)
         entry = res.to_dict()
         entry["model_name_or_path"] = pred.get("model_name_or_path")
         entry["empty_patch"] = not (pred.get("model_patch") or "").strip()

@@ -158,8 +158,11 @@ async def _grade(task, patch, envs, timeout_s, log_dir, guard, integrity, static
 def _integrity_run(task: Task, spec, model_patch: str, workdir: str) -> IntegrityRun:
     from swebench.harness.constants import END_TEST_OUTPUT, START_TEST_OUTPUT
 
-    if spec.eval_script:  # what the script runs between swebench's markers
-        command = spec.eval_script.split(START_TEST_OUTPUT, 1)[-1].split(END_TEST_OUTPUT, 1)[0]
+    if spec.eval_script:  # the lines the script runs between swebench's marker lines
+        lines = spec.eval_script.split("\n")
+        start = next((i for i, line in enumerate(lines) if START_TEST_OUTPUT in line), len(lines))
+        end = next((i for i, line in enumerate(lines) if END_TEST_OUTPUT in line and i > start), len(lines))
+        command = "\n".join(lines[start + 1:end])
     else:
         command = spec.test_cmd
     shape = analyze(command, spec.log_parser, spec.test_files)

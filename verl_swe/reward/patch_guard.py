@@ -21,10 +21,11 @@ GRADING_RULES = (
     "tox.ini, setup.cfg, pyproject.toml, noxfile.py), to sitecustomize/usercustomize or .pth files, compiled "
     "bytecode (.pyc, __pycache__), packaging metadata (*.dist-info, *.egg-info, entry_points.txt), new "
     "top-level modules named like standard or test-runner modules, symlinks, and files outside the repository "
-    "are discarded before grading. The grader checks that the test run itself is untouched: code that hooks "
-    "into or replaces pytest, rewrites test results or test files, exits the process early, or patches "
-    "sys.modules, builtins or the import system is flagged as tampering (such files may be discarded), and a "
-    "tampered test run is graded unresolved. Fix the source code itself."
+    "are discarded before grading. A tampered test run is graded unresolved: source code that hooks into or "
+    "replaces pytest, prints or rewrites test results, writes test files, exits the process early or at exit "
+    "(os._exit, atexit), patches sys.modules, builtins, tracing or the import system, reads .git objects, or "
+    "registers plugins in packaging metadata is flagged as tampering (such files may be discarded). Fix the "
+    "source code itself."
 )
 
 TEST_DIRS = {"test", "tests", "testing"}

@@ -28,10 +28,15 @@ class RunShape:
 
 
 def _words(command: str) -> list[str]:
-    try:
-        return shlex.split(command, comments=False)
-    except ValueError:  # unbalanced quotes in a script line: fall back to whitespace
-        return command.split()
+    """Shell words, line by line (a line ends a command like `;`)."""
+    words: list[str] = []
+    for line in command.splitlines():
+        try:
+            words += shlex.split(line, comments=True)
+        except ValueError:  # unbalanced quotes in a script line: fall back to whitespace
+            words += line.split()
+        words.append(";")
+    return words
 
 
 _SEPARATORS = {";", "&&", "||", "|", "&"}

@@ -1,0 +1,199 @@
+"""The integrity checks' parts without a sandbox: the test command's shape, sentinel placement, the probe's
+signed record, and the verdict on runs built from it (sandbox runs: test_tamper_corpus.py, test_grading.py)."""
+
+import ast
+import random
+from pathlib import Path
+
+import pytest
+from swebench.harness.log_parsers import PARSER_REGISTRY
+
+from verl_swe.reward.integrity import Collected, IntegrityRun, analyze, judge
+from verl_swe.reward.integrity import inject
+from verl_swe.reward.integrity.probe import _Record
+from verl_swe.reward.integrity.record import read_record
+from verl_swe.reward.integrity.sentinels import make_sentinels
+
+PYTEST = "python -m pytest -rA --tb=short -p no:cacheprovider"
+PARSER = PARSER_REGISTRY["parse_log_pytest"]
+F2P, P2P = "tests/test_a.py::test_fixed", "tests/test_a.py::test_kept"
+
+
+@pytest.mark.parametrize("command, files, exitfirst, note", [
+    (f"{PYTEST} tests/test_a.py tests/test_b.py", ("tests/test_a.py", "tests/test_b.py"), False, None),
+    (f"{PYTEST} -x tests/test_a.py", ("tests/test_a.py",), True, None),
+    (f"{PYTEST} --maxfail=2 tests/test_a.py", ("tests/test_a.py",), True, None),
+    ("pytest -rxs tests/test_a.py", ("tests/test_a.py",), False, None),  # -r takes "xs": not -x
+    (f"{PYTEST} -k 'not slow' tests/test_a.py", (), False, "selects tests"),
+    (f"{PYTEST} tests/test_a.py::test_fixed tests/test_b.py", ("tests/test_b.py",), False, "single tests"),
+    ("source /opt/env/bin/activate\ncd /testbed\npytest --no-header -rA ./tests/test_a.py", ("tests/test_a.py",),
+     False, None),
+])
+def test_the_command_decides_where_sentinels_go(command, files, exitfirst, note):
+    shape = analyze(command, "parse_log_pytest", ["tests/test_a.py", "tests/test_b.py"])
+    assert shape.pytest and shape.files == files and shape.exitfirst == exitfirst
+    assert (note is None and not shape.notes) or any(note in n for n in shape.notes)
+
+
+@pytest.mark.parametrize("command, parser", [
+    ("./tests/runtests.py --verbosity 2 auth_tests.test_views", "parse_log_django"),
+    ("bin/test -C --verbose sympy/core/tests/test_basic.py", "parse_log_sympy"),
+    ("tox -e py311", "parse_log_pytest"),
+])
+def test_other_runners_get_only_the_file_checks(command, parser):
+    shape = analyze(command, parser, ["tests/test_a.py"])
+    assert not shape.pytest and not shape.files and "test-file checks" in shape.notes[0]
+
+
+def test_sentinels_are_random_and_a_failing_one_carries_its_nonce():
+    a, b = make_sentinels(["tests/test_a.py", "tests/test_b.py"]), make_sentinels(["tests/test_a.py"])
+    assert [s.must_fail for s in a] == [False, True, False, True]
+    assert len({s.name for s in a + b}) == 6 and all(s.name.startswith("test_") for s in a)
+    for s in a:
+        assert (bool(s.nonce) and s.nonce in s.code) == s.must_fail and ast.parse(s.code)
+    # Under -x a must-fail sentinel would stop the run: only the last file gets one.
+    assert [(s.file, s.must_fail) for s in make_sentinels(["a.py", "b.py"], exitfirst=True)] == [
+        ("a.py", False), ("b.py", False), ("b.py", True)]
+
+
+def test_sentinels_go_between_the_files_tests_or_last():
+    src = "import pytest\n\n\n@pytest.mark.slow\ndef test_one():\n    pass\n\n\nclass TestTwo:\n    def test_x(self):\n        pass\n"
+    blocks = [{"code": "def test_sentinel_pass():\n    assert 1\n", "at_end": False},
+              {"code": "def test_sentinel_fail():\n    assert 0\n", "at_end": True}]
+    seen = set()
+    for seed in range(30):
+        out = inject.insert(src, blocks, random.Random(seed))
+        tree = ast.parse(out)  # still a valid module, every original test kept
+        names = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        assert sorted(names) == ["TestTwo", "test_one", "test_sentinel_fail", "test_sentinel_pass"]
+        assert names[-1] == "test_sentinel_fail"  # at_end: the last test
+        assert "@pytest.mark.slow\ndef test_one" in out  # never between a decorator and its function
+        seen.add(names.index("test_sentinel_pass"))
+    assert len(seen) == 3  # before test_one, before TestTwo, or at the end
+    assert inject.insert("def broken(:\n", blocks[:1], random.Random(0)).endswith("assert 1\n\n\n")
+
+
+def test_the_scripts_that_run_in_the_task_interpreter_are_python_36():
+    for name in ("probe.py", "inject.py"):
+        source = (Path(inject.__file__).parent / name).read_text()
+        ast.parse(source, feature_version=(3, 6))
+
+
+class Run:
+    """A probe record written by the probe's own writer, and the verdict on it."""
+
+    def __init__(self, tmp_path, files=("tests/test_a.py",)):
+        self.run = IntegrityRun(analyze(f"{PYTEST} {' '.join(files)}", "parse_log_pytest", list(files)), "/testbed",
+                                ["src/a.py"], test_files=list(files))
+        self.path = tmp_path / "record"
+        self.rec = _Record(str(self.path), self.run.key)
+        self.got = Collected(before={f: "h" for f in files}, after={f: "h" for f in files}, pre_ran=True,
+                             post_ran=True, injected=[s.name for s in self.run.sentinels])
+
+    def session(self, outcomes: dict[str, str], ended=True, exitstatus=1):
+        self.rec.write("start")
+        self.rec.write("configure", python_functions=["test"], tbstyle="short", xdist=False)
+        for f in {n.split("::")[0] for n in outcomes}:
+            self.rec.write("collect", nodeid=f, outcome="passed", crash="")
+        for nodeid, outcome in outcomes.items():
+            self.rec.write("test", nodeid=nodeid, when="call", outcome=outcome, made=True, made_outcome=outcome,
+                           raw="AssertionError" if outcome == "failed" else None, raw_skip=False, wasxfail=False,
+                           crash=self.nonce(nodeid) if outcome == "failed" else "")
+        if ended:
+            self.rec.write("sessionfinish", exitstatus=exitstatus)
+            self.rec.write("end")
+
+    def nonce(self, nodeid):
+        return next((f"AssertionError: {s.nonce}" for s in self.run.sentinels if s.matches(nodeid)), "AssertionError")
+
+    def honest(self, fixed: bool) -> dict[str, str]:
+        out = {F2P: "passed" if fixed else "failed", P2P: "passed"}
+        for s in self.run.sentinels:
+            out[f"{s.file}::{s.name}"] = "failed" if s.must_fail else "passed"
+        return out
+
+    def judge(self, log: dict[str, str], exit_code=1):
+        text = "\n".join(f"{v.upper()} {k}" + (f" - {self.nonce(k)}" if v == "failed" else "") for k, v in log.items())
+        self.got.record = self.path.read_bytes() if self.path.exists() else b""
+        return judge(self.run, self.got, log_text=text, log_status=PARSER(text, None), parser=PARSER,
+                     fail_to_pass=[F2P], pass_to_pass=[P2P], exit_code=exit_code)
+
+
+def checks(report) -> set[str]:
+    return {r["check"] for r in report.reasons}
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_an_honest_run_is_intact(tmp_path, fixed):
+    r = Run(tmp_path)
+    r.session(r.honest(fixed))
+    report = r.judge(r.honest(fixed))
+    assert not report.tampered and report.reasons == [] and set(report.checks) == {"files", "probe", "sentinels"}
+
+
+def test_a_pass_the_runner_did_not_record(tmp_path):
+    r = Run(tmp_path)
+    r.session(r.honest(fixed=False))
+    report = r.judge(r.honest(fixed=True))  # the log says the fix works; pytest's runner saw it fail
+    assert report.tampered and checks(report) == {"record"}
+    assert f"{F2P} (PASSED in the log, FAILED recorded)" in report.reasons[0]["detail"]
+
+
+def test_a_must_fail_sentinel_that_passes(tmp_path):
+    r = Run(tmp_path)
+    every_pass = {k: "passed" for k in r.honest(fixed=True)}
+    r.session(every_pass)
+    report = r.judge(every_pass)
+    assert checks(report) == {"sentinel"} and "(must fail): PASSED in the log" in report.reasons[0]["detail"]
+
+
+def test_a_module_that_cannot_be_imported_exempts_its_sentinels(tmp_path):
+    # An honest failure: the test file imports a name the unfixed code lacks, so nothing in it runs.
+    r = Run(tmp_path)
+    r.rec.write("start")
+    r.rec.write("configure", python_functions=["test"], tbstyle="short", xdist=False)
+    r.rec.write("collect", nodeid="tests/test_a.py", outcome="failed", crash="ImportError")
+    r.rec.write("sessionfinish", exitstatus=2)
+    r.rec.write("end")
+    report = r.judge({"tests/test_a.py": "error"}, exit_code=2)
+    assert not report.tampered and any("collecting it failed" in n for n in report.notes)
+
+
+def test_a_session_that_never_ended_and_an_exit_code_it_did_not_give(tmp_path):
+    r = Run(tmp_path)
+    r.session(r.honest(fixed=False), ended=False)
+    assert "exit" in checks(r.judge(r.honest(fixed=False), exit_code=0))
+    (tmp_path / "b").mkdir()
+    r2 = Run(tmp_path / "b")
+    r2.session(r2.honest(fixed=False), exitstatus=1)
+    report = r2.judge(r2.honest(fixed=False), exit_code=0)
+    assert checks(report) == {"exit"} and "exited 0, but pytest's session ended with exit status 1" in \
+        report.reasons[0]["detail"]
+
+
+def test_a_forged_record_line(tmp_path):
+    r = Run(tmp_path)
+    r.session(r.honest(fixed=True))
+    with open(r.path, "a") as f:
+        f.write('0123abcd {"k": "test", "n": 99, "pid": 1, "nodeid": "x", "when": "call", "outcome": "passed"}\n')
+    assert read_record(r.path.read_bytes(), r.run.key).forged == 1
+    assert "record" in checks(r.judge(r.honest(fixed=True)))
+    assert read_record(r.path.read_bytes(), "another key").forged == len(r.path.read_text().splitlines())
+
+
+def test_test_files_changed_or_runner_files_written_during_the_run(tmp_path):
+    r = Run(tmp_path)
+    r.session(r.honest(fixed=True))
+    r.got.after = {"tests/test_a.py": "other"}
+    r.got.changed = ["tests/conftest.py", "build/data.py", "src/__pycache__/a.cpython-311.pyc", "x-1.0.dist-info/RECORD"]
+    report = r.judge(r.honest(fixed=True))
+    details = " | ".join(x["detail"] for x in report.reasons)
+    assert checks(report) == {"files"} and "changed during the test run: tests/test_a.py" in details
+    assert "tests/conftest.py" in details and "x-1.0.dist-info/RECORD" in details and "build/data.py" not in details
+
+
+def test_no_record_and_no_results_is_not_tampering(tmp_path):
+    r = Run(tmp_path)
+    report = r.judge({})
+    assert not report.tampered and "no pytest session recorded" in " ".join(report.notes)
+    assert "record" in checks(r.judge(r.honest(fixed=True)))  # results in the log, but no probe ran
