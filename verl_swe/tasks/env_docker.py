@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -55,7 +56,8 @@ def image_target(base_image: str, docker_host: str | None, cache_dir: Path) -> t
 
 
 def _build_log(chunks) -> str:
-    return "".join(x.get("stream", "") or x.get("error", "") for x in chunks if isinstance(x, dict))
+    text = "".join(x.get("stream", "") or x.get("error", "") for x in chunks if isinstance(x, dict))
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)  # the classic builder colours a step's stderr
 
 
 def _try_build(client, context: Path, tag: str, labels: dict[str, str]) -> tuple[bool, str]:
