@@ -59,6 +59,11 @@ def bad_batch(tmp_path_factory):
         row("nowheel", widget, pip_packages=["pytest", "dataclasses==0.8"]),  # Python < 3.7 only
         row("noreqs", widget, reqs_path=["requirements/missing.txt"]),
         row("oldpython", widget, python="3.9"),
+        # a SWE-rebench row as published: its pip freeze, conda leftovers set to None, the project's own -e line
+        {**row("rebench", widget, packages="requirements.txt", reqs_path=["requirements.txt"], pre_install=None,
+               env_vars=None, env_yml_path=None, no_use_env=None, python="3.11", pip_packages=["pytest"]),
+         "requirements": "iniconfig==2.0.0\npytest==8.3.5\n-e git+https://github.com/acme/widget@abc#egg=widget\n",
+         "environment": None},
         {**row("badconfig", widget), "install_config": {"install": {"not": "a command"}}},
     ]
     path = root / "tasks.jsonl"
@@ -93,7 +98,7 @@ async def test_each_bad_task_gets_its_reason_and_the_good_one_is_graded(bad_batc
     finally:
         envs.close()
     got = {k: (v["resolved"], v["error"] or "") for k, v in report.instances.items()}
-    assert got["acme__good-1"] == (True, "")
+    assert got["acme__good-1"] == (True, "") and got["acme__rebench-1"] == (True, "")
     first = {k: err.splitlines()[0] for k, (_, err) in got.items() if err}
     assert "could not read the metadata of ." in first["acme__nobuild-1"]
     assert "this project does not build" in got["acme__nobuild-1"][1]
@@ -125,7 +130,7 @@ def test_the_cli_table_and_curation_name_the_failing_command(bad_batch, tmp_path
     assert "widget self-check: no config file found" in report["acme__failstep-1"]["error"]
     # envs build: exit 1, every failure named, the good task still built
     r = CliRunner().invoke(app, ["envs", "build", *args])
-    assert r.exit_code == 1 and "acme__failstep-1" in r.output and "1/6 environments ready" in r.output
+    assert r.exit_code == 1 and "acme__failstep-1" in r.output and "2/7 environments ready" in r.output
 
 
 @pytest.mark.local
@@ -166,6 +171,30 @@ def test_what_cannot_be_built_offline_is_refused_before_building(install, reason
 def test_apt_steps_for_packages_the_image_has_are_satisfied_and_the_rest_runs():
     plan = plan_env(_task(pre_install=["apt-get update && apt-get install -y git && echo configured"]), PY311, "img")
     assert [s.command for s in plan.steps][:1] == ["echo configured"]
+
+
+def test_the_row_freeze_is_installed_without_the_project_itself(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    task = Task.model_validate({**row("x", "b" * 40, packages="requirements.txt"),
+                                "requirements": "attrs==23.1.0\n-e git+https://x/acme/widget#egg=widget\n"
+                                                "widget @ file:///testbed\nWidget==0.1\n"})
+    plan = plan_env(task, PY311, "img", tmp_path)
+    assert plan.row_requirements == "attrs==23.1.0\n"  # the project (named in pyproject.toml) is the repository
+    assert plan.steps[0].command == 'pip install -r "$WHEELS/row-requirements.txt"'
+    assert (["-r", "/w/row-requirements.txt"], "the row's requirements: " + plan.steps[0].command) \
+        in plan.fetch_args(__import__("pathlib").Path("/w"))
+
+
+def test_a_host_without_the_index_names_what_it_could_not_fetch(tmp_path, monkeypatch):
+    from verl_swe.tasks.fetch import Fetcher, FetchError
+
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")  # none of this machine's mirrors
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # nothing listens there
+    monkeypatch.setenv("PIP_TIMEOUT", "2")
+    with pytest.raises(FetchError) as e:
+        Fetcher(PY311, tmp_path).fetch(["attrs==23.1.0"], "install_config.pip_packages", tmp_path)
+    assert "could not fetch attrs==23.1.0 (install_config.pip_packages): the host cannot reach the package index" \
+        in str(e.value)
 
 
 def test_requires_python_of_the_repository_is_checked(tmp_path):

@@ -111,7 +111,11 @@ def plan_env(task: Task, target: Target, base: str, repo_dir: Path | None = None
         raise EnvBuildError(f"{iid}: refused before building: the task {problem}. Run it in its published "
                             "image (the row's `image`/`docker_image`, docker backend)")
     try:
-        sp = plan_steps(task)
+        facts = read_project(repo_dir) if repo_dir is not None else None
+    except ProjectError:
+        facts = None  # reported with its step below, when a step builds the project
+    try:
+        sp = plan_steps(task, facts.name if facts else None)
     except StepError as e:
         raise EnvBuildError(f"{iid}: refused before building: {e}") from None
     missing = [f"{p} ({w})" for p, w in sp.deb_packages if p not in target.deb_packages]
