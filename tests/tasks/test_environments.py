@@ -106,3 +106,33 @@ async def test_a_task_with_a_published_image_runs_in_it(mini_tasks, tmp_path_fac
         assert "verl-swe/no-such-image:1 is not available" in result.error and "no install_config" in result.error
     finally:
         envs.close()
+
+
+@pytest.mark.local
+async def test_a_requirement_only_the_offline_build_names_is_fetched_and_the_build_rerun(tmp_path, caplog):
+    # setup_requires in setup.py is a dynamic build requirement: no static reading finds it, the offline
+    # pip asks for it, and the host fetches it before the build runs again.
+    repos = tmp_path / "repos"
+    repo = repos / "acme__legacy"
+    repo.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=repo)
+    setup = ("from setuptools import setup\nsetup(name='legacy', version='1.0', py_modules=['legacy'], "
+             "setup_requires=['six'])\n")  # nothing else here needs six
+    base = commit(repo, {"setup.py": setup, "legacy.py": "X = 1\n", "test_legacy.py": "def test_x():\n    pass\n"},
+                  "base")
+    task = Task.model_validate({
+        "instance_id": "acme__legacy-1", "repo": "acme/legacy", "base_commit": base, "problem_statement": "p",
+        "test_patch": "", "FAIL_TO_PASS": ["test_legacy.py::test_x"],
+        "install_config": {"pip_packages": ["pytest"], "install": "pip install -e ."}})
+    envs = Environments("local", repos_dir=repos, cache_dir=tmp_path / "cache",
+                        sandbox={"state_dir": str(tmp_path / "sandboxes")})
+    caplog.set_level("INFO", logger="verl_swe.tasks.env_build")
+    try:
+        config = await envs.prepare(task)
+        async with open_sandbox(config) as box:
+            assert (await box.exec("python -c 'import legacy; print(legacy.X)'")).output.strip() == "1"
+        assert "the offline build asked for ['six']" in caplog.text
+    finally:
+        envs.close()
+    logs = list((tmp_path / "cache" / "build-logs").glob("local-*.log"))
+    assert len(logs) == 1 and "Successfully installed legacy" in logs[0].read_text()

@@ -129,7 +129,9 @@ def plan_env(task: Task, target: Target, base: str, repo_dir: Path | None = None
     lines = [
         "set -eo pipefail",
         "__verl_swe_step=setup",
-        f"trap 'echo \"{FAILED_MARK} exit=$? step=$__verl_swe_step\" >&2' ERR",
+        # EXIT, not ERR: a step's own `exit 3` ends the build too, and must be named as well
+        f"trap 'verl_swe_rc=$?; [ \"$verl_swe_rc\" = 0 ] || echo \"{FAILED_MARK} exit=$verl_swe_rc "
+        "step=$__verl_swe_step\" >&2' EXIT",
         "export PIP_NO_INDEX=1 PIP_FIND_LINKS=\"$WHEELS\" PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 "
         "PIP_PROGRESS_BAR=off",
         *[f"export {k}={shlex.quote(v)}" for k, v in {**cfg.env_vars, **scm_env}.items()],
