@@ -6,7 +6,8 @@ A head and two workers are started with `ray start` (each its own raylet, temp d
 `--resources '{"verl_swe_sandbox": 64, "bench_wN": 1}'`). Environments are built on every node first, then
 128 episodes of the real agent loop run at once (verl_swe/testing/cluster_load.py: scripted model, envs/mini
 tasks, real sandboxes and grading), their sandboxes placed over the three nodes by `RayPlacement`; when all
-128 hold a sandbox, worker w2's raylet is SIGKILLed. Recorded: nodes, concurrent episodes, the node killed,
+128 hold a sandbox, worker w2 is killed: its raylet and every process of the node SIGKILLed, as a lost machine
+(`--raylet-only`: the raylet alone). Recorded: nodes, concurrent episodes, the node killed,
 trajectories lost and counted twice, episodes retried and excluded, sandboxes left behind, sandbox starts and
 episodes per second, start latency (p50/p90/p99). Baseline, in the same run: the same episodes with
 `sandbox_placement: local` (all sandboxes on this machine, no Ray), no kill.
@@ -43,6 +44,7 @@ def main() -> int:
     ap.add_argument("--slots", type=int, default=64, help="verl_swe_sandbox per node")
     ap.add_argument("--sleep-s", type=float, default=20.0, help="how long each episode holds its sandbox busy")
     ap.add_argument("--kill", default="w2", help="worker node to kill once every episode holds a sandbox ('' : none)")
+    ap.add_argument("--raylet-only", action="store_true", help="kill the node's raylet alone (its workers live on)")
     ap.add_argument("--no-baseline", action="store_true")
     ap.add_argument("--cache-dir", type=Path, default=None, help="environment cache (default: a fresh temp dir)")
     ap.add_argument("--out", type=Path, default=None)
@@ -67,7 +69,7 @@ def main() -> int:
         cluster.identify()
         try:
             results["ray"] = asyncio.run(cluster_load(cluster, args.backend, cache, work / "ray", tasks, args.episodes,
-                                                      args.sleep_s, args.kill or None))
+                                                      args.sleep_s, args.kill or None, args.raylet_only))
         finally:
             ray.shutdown()
     if not args.no_baseline:

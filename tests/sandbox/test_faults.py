@@ -30,6 +30,8 @@ async def test_a_sandbox_removed_or_killed_from_outside_is_the_infrastructures(m
             await asyncio.to_thread(remove_container, docker_client(None), sb.id)
         else:
             os.kill(sb._proc.pid, signal.SIGKILL)  # the host side: the sandbox cannot reach this process
+            await sb._proc.wait()
+            await asyncio.sleep(0.5)  # its children die by their parent-death signal, just after it
         with pytest.raises(SandboxDied) as err:
             await sb.exec("echo hi")
     assert err.value.infra and err.value.cause == ("removed" if backend == "docker" else "killed")

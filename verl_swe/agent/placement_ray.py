@@ -33,6 +33,8 @@ from verl_swe.tasks import Environments, Task
 
 logger = logging.getLogger(__name__)
 REFRESH_S = 60.0  # how often the client looks for sandbox nodes that joined
+ORPHAN_GC_DELAYS_S = (1.0, 10.0, 30.0)  # after a host is lost: when the survivors collect its sandboxes
+READY_TIMEOUT_S = 300.0  # a new host's start (its imports, the restart gc); a node that cannot is skipped
 
 
 def _environments(env_options: dict) -> Environments:
@@ -99,7 +101,7 @@ class RayPlacement:
         self._refreshed = 0.0
         self._gate = None
         self._background: set[asyncio.Task] = set()
-        self.lost_nodes: list[str] = []
+        self.lost_nodes: dict[str, float] = {}  # node id -> when its host was lost (time.monotonic())
         self.orphans_collected = 0  # sandboxes of lost hosts removed by the survivors' gc
 
     # -- the cluster ------------------------------------------------------------------------------------------
@@ -126,17 +128,24 @@ class RayPlacement:
         nodes = {n["node_id"]: n for n in await asyncio.to_thread(sandbox_nodes)}
         for node_id in [n for n in self.hosts if n not in nodes]:
             self._drop(self.hosts[node_id], "its node is no longer alive")
-        new = [n for n in nodes.values() if n["node_id"] not in self.hosts]
+        # Not a node lost a moment ago: the cluster may still list it alive (the head notices in seconds), and a
+        # host made there would only fail. A host dropped by mistake (its node was fine) comes back after this.
+        now = time.monotonic()
+        new = [n for n in nodes.values() if n["node_id"] not in self.hosts
+               and now - self.lost_nodes.get(n["node_id"], -REFRESH_S) >= REFRESH_S]
         cls = ray.remote(max_concurrency=100_000, max_restarts=0)(TaskHost)
         actors = [cls.options(name=f"host/{self.run}/{n['node_id']}", namespace=NAMESPACE, get_if_exists=True,
                               **on_node(n["node_id"])).remote(self.run, self.env_options, self.options, self._gate)
                   for n in new]
-        for n, actor, ready in zip(new, actors, await asyncio.gather(
-                *(ray_call(a.ready.remote()) for a in actors), return_exceptions=True)):
-            if isinstance(ready, BaseException):
-                logger.warning("no sandbox host on node %s: %s", n["node_id"], ready)
+        readies = [asyncio.wait_for(ray_call(a.ready.remote()), READY_TIMEOUT_S) for a in actors]
+        for n, actor, ready in zip(new, actors, await asyncio.gather(*readies, return_exceptions=True)):
+            try:
+                if isinstance(ready, BaseException):
+                    raise ready
+                holds = await ray_call(actor.holds.remote())
+            except Exception as e:  # noqa: BLE001 - a node that cannot host now is tried again at the next refresh
+                logger.warning("no sandbox host on node %s: %s", n["node_id"], e)
                 continue
-            holds = await ray_call(actor.holds.remote())
             self.hosts[n["node_id"]] = _Host(actor, n["node_id"], n["slots"], holds=set(holds))
         self._refreshed = time.monotonic()
         if not self.hosts:
@@ -148,7 +157,7 @@ class RayPlacement:
             return
         host.alive = False
         self.hosts.pop(host.node_id, None)
-        self.lost_nodes.append(host.node_id)
+        self.lost_nodes[host.node_id] = time.monotonic()
         logger.warning("sandbox host on node %s lost (%s); its episodes are infra failures", host.node_id, why)
         self._refreshed = 0.0  # look for the cluster's nodes again at the next open
         self._spawn(self._collect_orphans())
@@ -156,14 +165,16 @@ class RayPlacement:
     async def _collect_orphans(self) -> None:
         """The lost host's sandboxes outlive it where they can (docker containers; local state dirs): every
         surviving host removes this run's orphans on its node (on one machine, or a shared engine, that is
-        them; elsewhere the lost node's next host removes them when it starts)."""
-        await asyncio.sleep(1.0)  # let the lost host's processes finish dying, so their sandboxes are orphans
-        reports = await asyncio.gather(*(ray_call(h.actor.gc.remote()) for h in list(self.hosts.values())),
-                                       return_exceptions=True)
-        removed = sum(len(r["containers"]) + len(r["local_sandboxes"]) for r in reports if isinstance(r, dict))
-        self.orphans_collected += removed
-        if removed:
-            logger.info("removed %d sandboxes a lost host left behind", removed)
+        them; elsewhere the lost node's next host removes them when it starts). A host whose raylet died may
+        live on for seconds and serve the calls it already had: so again a little later, twice."""
+        for delay in ORPHAN_GC_DELAYS_S:
+            await asyncio.sleep(delay)
+            reports = await asyncio.gather(*(ray_call(h.actor.gc.remote()) for h in list(self.hosts.values())),
+                                           return_exceptions=True)
+            removed = sum(len(r["containers"]) + len(r["local_sandboxes"]) for r in reports if isinstance(r, dict))
+            self.orphans_collected += removed
+            if removed:
+                logger.info("removed %d sandboxes a lost host left behind", removed)
 
     def _spawn(self, coro) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -198,9 +209,10 @@ class RayPlacement:
                 host.load -= 1
                 self._spawn(_close_when_opened(host, ref))  # the host goes on starting it: close it, not leak it
                 raise
-            except SandboxDied as e:  # the host is gone
+            except SandboxDied as e:
                 host.load -= 1
-                self._drop(host, str(e))
+                if e.cause == "host_lost":
+                    self._drop(host, str(e))
                 last = e
                 continue
             except SandboxStartError as e:  # the node's engine failed (after its own retries): another node
@@ -214,6 +226,7 @@ class RayPlacement:
             host.holds.add(task.instance_id)
             sb = RemoteSandbox(host.actor, sid, parse_sandbox_config(info["config"]), host.node_id)
             sb.on_close = lambda _sb, h=host: setattr(h, "load", max(0, h.load - 1))
+            sb.on_lost = lambda _sb, e, h=host: self._drop(h, str(e))  # no new sandbox there, from now on
             return sb
         if isinstance(last, SandboxDied):
             raise last
@@ -241,7 +254,8 @@ class RayPlacement:
             try:
                 out = await ray_call(host.actor.grade.remote(task.model_dump_json(), patch, timeout_s))
             except SandboxDied as e:
-                self._drop(host, str(e))
+                if e.cause == "host_lost":
+                    self._drop(host, str(e))
                 last = e
                 continue
             meter = UsageMeter(cpu_s=out["cpu_s"], sandbox_s=out["sandbox_s"], sandboxes=out["sandboxes"])
@@ -255,11 +269,13 @@ class RayPlacement:
         import ray
 
         hosts, self.hosts = list(self.hosts.values()), {}
+        for task in list(self._background):  # later orphan collections: each host's shutdown does its own
+            task.cancel()
+        await asyncio.gather(*list(self._background), return_exceptions=True)
         reports = await asyncio.gather(*(ray_call(h.actor.shutdown.remote()) for h in hosts), return_exceptions=True)
         for h in hosts:
             with contextlib.suppress(Exception):
                 ray.kill(h.actor)
-        await asyncio.gather(*list(self._background), return_exceptions=True)
         return {h.node_id: r if isinstance(r, dict) else {"error": str(r)} for h, r in zip(hosts, reports)}
 
     async def stats(self) -> dict:

@@ -29,11 +29,15 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 async def rollout(tasks: list[Task], runner: AgentRunner, llm: LLMClient, sampling: Sampling, n: int,
                   run_dir: Path, workers: int = 4, model_name: str = "verl-swe", progress: bool = False) -> dict:
     run_dir = Path(run_dir)
-    # Episode i of a task is `<instance_id>.<i>`: a rerun runs exactly the indices with no saved trajectory.
+    # Episode i of a task is `<instance_id>.<i>`: a rerun runs exactly the indices with no saved trajectory, or
+    # only a cancelled or infrastructure-failed one (not settled: load_trajectories leaves those out).
     done = {traj.episode_id for traj in load_trajectories(run_dir)}
     todo = [(t, i) for t in tasks for i in range(n) if f"{t.instance_id}.{i}" not in done]
     episodes = (runner.run(t, llm, sampling, episode_id=f"{t.instance_id}.{i}") for t, i in todo)
-    await bounded_gather(episodes, workers, "episodes" if progress else None, unit="ep")
+    try:
+        await bounded_gather(episodes, workers, "episodes" if progress else None, unit="ep")
+    finally:
+        await runner.placement.aclose()  # warm sandboxes, if any (placement.warm_per_image)
     return summarize(tasks, run_dir, n, model_name)
 
 

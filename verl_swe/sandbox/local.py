@@ -88,7 +88,10 @@ class LocalSandbox(Sandbox):
         c = self.config
         work = self._dir / "work"
         self._dir.mkdir(parents=True)
-        state = {"owner": owner_id(), "run": c.run, "cgroups": []}
+        # The state first (owner, run, cgroups), so that whatever a driver killed mid-start leaves, gc can judge.
+        self._cgroups = cgroups.create(self._id, c.limits)
+        state = {"owner": owner_id(), "run": c.run, "cgroups": [str(d) for d in self._cgroups]}
+        (self._dir / "state.json").write_text(json.dumps(state))
         if c.source_dir is not None:
             if not Path(c.source_dir).is_dir():
                 raise SandboxError(f"local sandbox source_dir {c.source_dir} is not a directory")
@@ -96,9 +99,6 @@ class LocalSandbox(Sandbox):
             await asyncio.to_thread(shutil.copytree, c.source_dir, work, symlinks=True)
         else:
             work.mkdir()
-        self._cgroups = cgroups.create(self._id, c.limits)
-        state["cgroups"] = [str(d) for d in self._cgroups]
-        (self._dir / "state.json").write_text(json.dumps(state))
         nonce = PersistentShell.new_nonce()
         join = [str(d / "cgroup.procs") for d in self._cgroups]
         # Join the cgroups in a tiny sh before exec'ing bwrap, so every sandbox process is born inside.

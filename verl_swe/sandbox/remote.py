@@ -60,6 +60,14 @@ def sandbox_nodes() -> list[dict]:
             for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(RESOURCE, 0) >= 1]
 
 
+def head_node_id() -> str | None:
+    """The head node (where the GCS runs: the last node a cluster loses)."""
+    import ray
+
+    return next((n["NodeID"] for n in ray.nodes() if n.get("Alive")
+                 and "node:__internal_head__" in n.get("Resources", {})), None)
+
+
 def on_node(node_id: str, **options):
     """Ray options that pin an actor or task to `node_id` (hard affinity: a node's sandboxes run there)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -105,11 +113,13 @@ class StartGate:
 
 
 def start_gate(run: str, limit: int):
-    """The run's gate actor (created once, found by name afterwards)."""
+    """The run's gate actor (created once, found by name afterwards), on the head node."""
     import ray
 
     cls = ray.remote(num_cpus=0, max_concurrency=10_000)(StartGate)
-    return cls.options(name=f"gate/{run}", namespace=NAMESPACE, get_if_exists=True).remote(limit)
+    head = head_node_id()
+    where = on_node(head) if head else {}
+    return cls.options(name=f"gate/{run}", namespace=NAMESPACE, get_if_exists=True, **where).remote(limit)
 
 
 def gate_slot(gate):
@@ -187,9 +197,6 @@ class SandboxHost:
         self._open[sb.id] = sb
         return sb.id, self.info()
 
-    def warm(self, config: Config) -> None:
-        self.pools.warm(self._labelled(config))
-
     def info(self) -> dict:
         return {"load": self.load, "warm": self.pools.warm_count}
 
@@ -220,9 +227,11 @@ class SandboxHost:
 
     async def stats(self) -> dict:
         a = START_ADMISSION.stats
+        waits = sorted(a.wait_s)
         return {**self.info(), "open": len(self._open), "warm_hits": self.pools.hits, "warm_misses": self.pools.misses,
                 "starts": a.started, "starts_in_flight": a.in_flight, "max_starts_in_flight": a.max_in_flight,
-                "start_wait_s": list(a.wait_s)}
+                "admission_wait_s_p50": waits[len(waits) // 2] if waits else None,
+                "admission_wait_s_p99": waits[int(0.99 * (len(waits) - 1))] if waits else None}
 
     async def shutdown(self) -> dict:
         """Close every sandbox and warm pool; then this run's orphans on the node."""
@@ -239,22 +248,31 @@ class RemoteSandbox:
         self._closed = False
         self.usage: SandboxUsage | None = None
         self.on_close = None  # called once after close (the placement's load count)
+        self.on_lost = None  # called when a call finds the host gone (the placement stops choosing it)
 
     @property
     def alive(self) -> bool:  # as far as this side knows; a dead sandbox shows as SandboxDied on use
         return not self._closed
 
+    async def _call(self, ref) -> Any:
+        try:
+            return await ray_call(ref)
+        except SandboxDied as e:
+            if e.cause == "host_lost" and self.on_lost is not None:
+                self.on_lost(self, e)
+            raise
+
     async def exec(self, cmd: str, timeout: float | None = None) -> ExecResult:
-        return await ray_call(self._actor.exec.remote(self.id, cmd, timeout))
+        return await self._call(self._actor.exec.remote(self.id, cmd, timeout))
 
     async def read_file(self, path: str, timeout: float = 60.0) -> str:
-        return await ray_call(self._actor.read_file.remote(self.id, path, timeout))
+        return await self._call(self._actor.read_file.remote(self.id, path, timeout))
 
     async def read_bytes(self, path: str, timeout: float = 60.0) -> bytes:
-        return await ray_call(self._actor.read_bytes.remote(self.id, path, timeout))
+        return await self._call(self._actor.read_bytes.remote(self.id, path, timeout))
 
     async def write_file(self, path: str, content: str | bytes, timeout: float = 60.0) -> None:
-        await ray_call(self._actor.write_file.remote(self.id, path, content, timeout))
+        await self._call(self._actor.write_file.remote(self.id, path, content, timeout))
 
     async def close(self) -> None:
         if self._closed:

@@ -6,9 +6,9 @@ of its replies). Each episode's sandbox is placed by `RayPlacement` on the clust
 and `ray start` workers), environments having been built on every node first (`verl-swe envs build` on the
 cluster, env_prepare: ahead). Three of four episodes fix the bug (the oracle's edits), the others submit
 nothing; each holds its sandbox for `sleep_s` with a `sleep` command, so that all of them are in flight at
-once. Once they all hold a sandbox, one worker node is killed (its raylet SIGKILLed): its episodes' next
-calls fail as `host_lost`, they are run again on the surviving nodes, and nothing is left of the dead
-node's sandboxes. What is measured and checked: every episode returns exactly one trajectory (none lost,
+once. Once they all hold a sandbox, one worker node is killed (its raylet and every process of the node
+SIGKILLed, or with `raylet_only` the raylet alone): its episodes' next calls fail as `host_lost`, they are run
+again on the surviving nodes, and nothing is left of the dead node's sandboxes. What is measured and checked: every episode returns exactly one trajectory (none lost,
 none twice), which were retried or excluded, sandbox start latency, throughput, and what is left behind.
 """
 
@@ -137,11 +137,15 @@ def summarize(load: dict, run_dir: Path, episodes: int) -> dict:
                             "p99": _quantile(prepare, 0.99), "max": _quantile(prepare, 1.0)},
         "sandbox_cpu_s_per_episode": round(statistics.mean(cpu), 3) if cpu else None,
         "peak_open_sandboxes": load["peak_open"],
+        # The opening burst: every episode asked for its sandbox at once; this long until all held one.
+        "all_open_after_s": round(load["kill_at_s"], 2) if load["kill_at_s"] else None,
+        "burst_starts_per_s": round(episodes / load["kill_at_s"], 2) if load["kill_at_s"] and load["peak_open"] >= episodes
+        else None,
     }
 
 
 async def cluster_load(cluster, backend: str, cache_dir: Path, out: Path, tasks: list[Task], episodes: int,
-                       sleep_s: float, kill: str | None, **placement) -> dict:
+                       sleep_s: float, kill: str | None, raylet_only: bool = False, **placement) -> dict:
     """The run on `cluster` (a started verl_swe.testing.ray_cluster.LocalRayCluster, ray.init done)."""
     from verl_swe.agent.placement_ray import build_on_every_node
 
@@ -167,7 +171,8 @@ async def cluster_load(cluster, backend: str, cache_dir: Path, out: Path, tasks:
         per_node = {n[:12]: s.get("open", 0) for n, s in (await placement_.stats()).items()}
         node = cluster.node(kill)
         killed.update({"node": kill, "node_id": node.node_id, "open_sandboxes_on_it": per_node.get(node.node_id[:12]),
-                       "open_sandboxes_total": now, "at": cluster.kill_node(kill)})
+                       "open_sandboxes_total": now, "mode": "raylet only" if raylet_only else "every process",
+                       "at": cluster.kill_node(kill, raylet_only=raylet_only)})
         logger.warning("killed node %s (%s sandboxes open on it, %s in all)", kill,
                        killed["open_sandboxes_on_it"], now)
 
@@ -178,7 +183,6 @@ async def cluster_load(cluster, backend: str, cache_dir: Path, out: Path, tasks:
     shutdown = await placement_.shutdown()
     leaked = leftovers(backend, run, out / "sandboxes")
     summary = summarize(load, config.trajectory_dir, episodes)
-    waits = [w for s in stats.values() for w in s.get("start_wait_s", [])]
     return {
         "placement": "ray", "backend": backend, "run": run, "nodes": len(cluster.nodes),
         "sandbox_nodes": len([n for n in cluster.nodes if n.resources.get("verl_swe_sandbox")]),
@@ -190,8 +194,7 @@ async def cluster_load(cluster, backend: str, cache_dir: Path, out: Path, tasks:
         "envs_build_s": round(build_s, 1), "envs_build": [{k: v for k, v in b.items() if k != "errors"} |
                                                             {"failed": sum(1 for e in b.get("errors", {}).values() if e)}
                                                             for b in build],
-        "placement_options": options, "admission_wait_s_p99": _quantile(waits, 0.99),
-        "host_stats": {n[:12]: {k: v for k, v in s.items() if k != "start_wait_s"} for n, s in stats.items()},
+        "placement_options": options, "host_stats": {n[:12]: s for n, s in stats.items()},
         "orphans_collected_after_loss": placement_.orphans_collected,
         "shutdown": {n[:12]: {"removed": len(r.get("containers", [])) + len(r.get("local_sandboxes", []))}
                      for n, r in shutdown.items()},
@@ -208,14 +211,21 @@ async def local_load(backend: str, cache_dir: Path, out: Path, tasks: list[Task]
     config = agent_config(backend, cache_dir, out, run, "local", max_concurrent_starts_per_node=16)
     runner = AgentRunner(config, qwen_tokenizer())
     assert isinstance(runner.placement, LocalPlacement)
+    async def open_count() -> int:  # this run's sandboxes that exist now (docker label / local state dirs)
+        return len(await asyncio.to_thread(leftovers, backend, run, out / "sandboxes"))
+
+    async def all_open(now: int) -> None:
+        pass
+
     try:
         await runner.placement.build(tasks)
-        load = await run_load(runner, tasks, episodes, sleep_s)
+        load = await run_load(runner, tasks, episodes, sleep_s, on_all_open=all_open, open_count=open_count)
     finally:
         runner.close()
     leaked = leftovers(backend, run, out / "sandboxes")
     summary = summarize(load, config.trajectory_dir, episodes)
-    return {"placement": "local", "backend": backend, "nodes": 1, "lost_trajectories": summary["lost_trajectories"],
+    return {"placement": "local", "backend": backend, "nodes": 1, "concurrent_episodes": load["peak_open"],
+            "lost_trajectories": summary["lost_trajectories"],
             "leaked_sandboxes": len(leaked), "sandbox_starts_per_s": summary["sandbox_starts_per_s"],
             "episodes_per_s": summary["episodes_per_s"], "p99_start_latency_s": summary["start_latency_s"]["p99"],
             **summary}

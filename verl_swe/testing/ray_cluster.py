@@ -1,8 +1,9 @@
 """A real multi-node Ray cluster on one machine, made with `ray start` (a head and worker nodes, each its own
 raylet with its own resources and temp dir), for the cluster tests and the load-and-faults benchmark.
 
-`kill_node` kills a worker node's raylet with SIGKILL, as a crashed machine would go: its worker processes
-(actors included) exit when their raylet does, and the head marks the node dead. Processes are found by the
+`kill_node` SIGKILLs a worker node's raylet and every process of the node, as a crashed machine would go (a
+worker whose raylet alone died can live on for tens of seconds and finish its calls); the head then marks the
+node dead. Processes are found by the
 node's own temp dir in their command line (and their children), so only this cluster's are ever signalled.
 """
 
@@ -89,7 +90,9 @@ class LocalRayCluster:
         self.root = Path(tempfile.mkdtemp(prefix="vsray-"))  # short: Ray's socket paths must stay < 108 bytes
 
     def _env(self) -> dict:
-        return {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", **self.env}
+        # No memory monitor: on a shared machine it kills this cluster's workers for other jobs' memory use.
+        return {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
+                "RAY_memory_monitor_refresh_ms": "0", **self.env}
 
     def _start(self, node: Node, head: bool) -> None:
         args = [RAY, "start", "--num-cpus", str(self.num_cpus), "--resources", json.dumps(node.resources),
@@ -127,14 +130,22 @@ class LocalRayCluster:
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)
 
-    def kill_node(self, name: str) -> float:
-        """SIGKILL the node's raylet (a machine lost); returns the time.time() it happened."""
+    def kill_node(self, name: str, raylet_only: bool = False) -> float:
+        """SIGKILL the node's raylet and every process of the node (its workers and actors with it: a machine
+        lost); returns the time.time() it happened. With `raylet_only`, the raylet alone: its workers then
+        live on for a while (seconds to tens of seconds, measured) and finish the calls they hold."""
         node = self.node(name)
         pid = node.raylet()
         if pid is None:
             raise RuntimeError(f"no raylet found for node {name}")
-        os.kill(pid, signal.SIGKILL)
-        return time.time()
+        victims = [pid] + ([] if raylet_only else [p for p in node.processes() if p != pid])
+        at = time.time()
+        for p in victims:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return at
 
     def wait_dead(self, name: str, timeout: float = 60.0) -> bool:
         import ray
