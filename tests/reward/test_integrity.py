@@ -35,6 +35,20 @@ def test_the_command_decides_where_sentinels_go(command, files, exitfirst, note)
     assert (note is None and not shape.notes) or any(note in n for n in shape.notes)
 
 
+def test_test_directories_get_sentinels_in_a_module_of_theirs(tmp_path):
+    shape = analyze("pytest -p no:cacheprovider -rA tests/unit ./pkg/tests --rootdir . -k x", "parse_log_pytest", [])
+    assert shape.dirs == () and "selects tests" in shape.notes[0]  # -k: nothing is added
+    shape = analyze("pytest -p no:cacheprovider --ignore tests/slow -rA tests/unit ./pkg/tests src", "parse_log_pytest", [])
+    assert shape.dirs == ("tests/unit", "pkg/tests") and not shape.files
+    # inject.py picks a random test module in the directory (never a helper or a conftest)
+    (tmp_path / "tests" / "sub").mkdir(parents=True)
+    for name in ("conftest.py", "helpers.py", "test_a.py", "sub/b_test.py"):
+        (tmp_path / "tests" / name).write_text("")
+    picked = {inject._module_in(str(tmp_path / "tests"), random.Random(seed)) for seed in range(20)}
+    assert picked == {str(tmp_path / "tests" / "test_a.py"), str(tmp_path / "tests" / "sub" / "b_test.py")}
+    assert inject._module_in(str(tmp_path / "nothing"), random.Random(0)) is None
+
+
 @pytest.mark.parametrize("command, parser", [
     ("./tests/runtests.py --verbosity 2 auth_tests.test_views", "parse_log_django"),
     ("bin/test -C --verbose sympy/core/tests/test_basic.py", "parse_log_sympy"),
@@ -51,9 +65,11 @@ def test_sentinels_are_random_and_a_failing_one_carries_its_nonce():
     assert len({s.name for s in a + b}) == 6 and all(s.name.startswith("test_") for s in a)
     for s in a:
         assert (bool(s.nonce) and s.nonce in s.code) == s.must_fail and ast.parse(s.code)
-    # Under -x a must-fail sentinel would stop the run: only the last file gets one.
+    # Under -x a must-fail sentinel would stop the run: only the last file gets one (none when a directory
+    # is run: pytest decides its order).
     assert [(s.file, s.must_fail) for s in make_sentinels(["a.py", "b.py"], exitfirst=True)] == [
         ("a.py", False), ("b.py", False), ("b.py", True)]
+    assert [s.must_fail for s in make_sentinels(["a.py"], exitfirst=True, dirs=["tests"])] == [False, False]
 
 
 def test_sentinels_go_between_the_files_tests_or_last():
@@ -88,7 +104,7 @@ class Run:
         self.path = tmp_path / "record"
         self.rec = _Record(str(self.path), self.run.key)
         self.got = Collected(before={f: "h" for f in files}, after={f: "h" for f in files}, pre_ran=True,
-                             post_ran=True, injected=[s.name for s in self.run.sentinels])
+                             post_ran=True, injected={s.name: s.file for s in self.run.sentinels})
 
     def session(self, outcomes: dict[str, str], ended=True, exitstatus=1):
         self.rec.write("start")

@@ -6,6 +6,11 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
+from pathlib import PurePosixPath
+
+from verl_swe.reward.patch_guard import TEST_DIRS as _TEST_DIRS
+from verl_swe.reward.patch_guard import is_test_path
+
 # swebench's parsers of pytest output (every Python parser but Django's and SymPy's own runners).
 PYTEST_PARSERS = {"parse_log_pytest", "parse_log_pytest_options", "parse_log_pytest_v2", "parse_log_seaborn",
                   "parse_log_matplotlib", "parse_log_astroid", "parse_log_flask", "parse_log_marshmallow",
@@ -23,6 +28,7 @@ _TAKES_VALUE = set("kmpcoWrnl")  # short options whose value may follow in the s
 class RunShape:
     pytest: bool  # a pytest run whose log a pytest-family parser reads
     files: tuple[str, ...] = ()  # the task's test files the command runs whole, in command-line order
+    dirs: tuple[str, ...] = ()  # test directories the command runs (a sentinel goes into a random module there)
     exitfirst: bool = False  # -x / --maxfail: a failing sentinel may only come last
     notes: tuple[str, ...] = field(default_factory=tuple)  # why some integrity checks do not apply
 
@@ -81,15 +87,39 @@ def analyze(command: str, log_parser: str, test_files: list[str]) -> RunShape:
     flags = {w.split("=", 1)[0] for w in words if w.startswith("--")} | {f for w in words for f in _short_flags(w)}
     selecting = sorted(flags & _SELECTING)
     exitfirst = bool(flags & _EXITFIRST)
+    # The task's test files, and test modules the command names itself (rows whose test_patch adds none).
+    named = [w.removeprefix("./") for w in words if w.endswith(".py") and "::" not in w and not w.startswith("-")
+             and is_test_path(w.removeprefix("./"))]
+    test_files = list(dict.fromkeys([*test_files, *named]))
     whole = [f for f in test_files if any(w in (f, f"./{f}") for w in words)]
     partial = [f for f in test_files if any(w.startswith((f"{f}::", f"./{f}::")) for w in words)]
+    dirs = _test_dirs(words)
     notes = []
     if selecting:
         notes.append(f"the test command selects tests ({', '.join(selecting)}): no sentinel tests")
-        whole = []
+        whole, dirs = [], []
     elif partial:
         notes.append(f"the test command runs single tests of {', '.join(partial)}: no sentinels there")
         whole = [f for f in whole if f not in partial]
-    if not whole and not notes:
-        notes.append("the test command names none of the task's test files: no sentinel tests")
-    return RunShape(True, tuple(whole), exitfirst, tuple(notes))
+    if not whole and not dirs and not notes:
+        notes.append("the test command names none of the task's test files or directories: no sentinel tests")
+    return RunShape(True, tuple(whole), tuple(dirs), exitfirst, tuple(notes))
+
+
+# Options whose value is the next word (it is not a path to run).
+_VALUE_OPTIONS = {"-p", "-k", "-m", "-c", "-o", "-W", "-r", "-n", "--rootdir", "--ignore", "--ignore-glob",
+                  "--deselect", "--confcutdir", "--basetemp", "--junitxml", "--junit-xml", "--log-file",
+                  "--override-ini", "--maxfail", "--tb", "--durations", "--cov", "--cov-report", "--timeout"}
+
+
+def _test_dirs(words: list[str]) -> list[str]:
+    """Directory arguments that are test directories (`tests`, `pkg/tests/unit`): not options, their values,
+    modules or node ids."""
+    out = []
+    for i, w in enumerate(words):
+        if w.startswith("-") or w == ";" or "::" in w or w.endswith(".py") or (i and words[i - 1] in _VALUE_OPTIONS):
+            continue
+        parts = PurePosixPath(w.removeprefix("./")).parts
+        if parts and set(parts) & _TEST_DIRS and all(p not in ("..",) and not p.startswith("$") for p in parts):
+            out.append(str(PurePosixPath(*parts)))
+    return list(dict.fromkeys(out))

@@ -34,7 +34,7 @@ class Collected:
     before: dict[str, str] = field(default_factory=dict)  # test file -> sha256 after the sentinels went in
     after: dict[str, str] = field(default_factory=dict)  # test file -> sha256 right after the test command
     changed: list[str] = field(default_factory=list)  # repository files whose inode changed during the run
-    injected: list[str] = field(default_factory=list)  # sentinel names that went in
+    injected: dict[str, str] = field(default_factory=dict)  # sentinel name -> the test file it went into
     problems: list[str] = field(default_factory=list)  # what could not be read back
     pre_ran: bool = False  # pre.sh ran (it writes `since`)
     post_ran: bool = False  # post.sh ran to its end (it writes `post_ok`)
@@ -58,12 +58,14 @@ class IntegrityRun:
 
     def __post_init__(self):
         if self.shape.pytest and not self.sentinels:
-            self.sentinels = make_sentinels(self.shape.files, self.shape.exitfirst)
+            self.sentinels = make_sentinels(self.shape.files, self.shape.exitfirst, self.shape.dirs)
 
-    @property
-    def hashed(self) -> str:
-        """The files hashed before and after the run, as shell words."""
-        return " ".join(shlex.quote(f) for f in dict.fromkeys([*self.test_files, *(s.file for s in self.sentinels)]))
+    def _hash_to(self, name: str) -> str:
+        """Shell: SHA-256 of the task's test files and of the modules the sentinels went into, to $G/<name>."""
+        files = " ".join(shlex.quote(f) for f in dict.fromkeys([*self.test_files, *self.shape.files]))
+        static = f"sha256sum -- {files} 2>/dev/null; " if files else ""
+        return (f'{{ {static}cut -f2 "$G/injected" 2>/dev/null | while IFS= read -r f; do sha256sum -- "$f"; done; }} '
+                f'2>/dev/null | sort -u -k2 > "$G/{name}"')
 
     @property
     def record_path(self) -> str:
@@ -95,19 +97,18 @@ class IntegrityRun:
                  # Field 22 of /proc/self/stat: this script's start (clock ticks since boot). post.sh kills
                  # whatever started after it that is still running.
                  'stat=$(cat /proc/self/stat 2>/dev/null); set -- ${stat##*) }; echo "${20:-0}" > "$G/since"']
-        hashed = f'sha256sum -- {self.hashed} > "$G/before" 2>/dev/null' if self.hashed else ': > "$G/before"'
         if self.sentinels:
             # The task's Python places them among the file's tests; without one (or if it fails), none go in.
-            plan = base64.b64encode(json.dumps(injection_plan(self.sentinels, self.shape.exitfirst)).encode()).decode()
+            plan = injection_plan(self.sentinels, self.shape.exitfirst, self.shape.dirs)
+            plan = base64.b64encode(json.dumps(plan).encode()).decode()
             lines += ['PY=$(command -v python || command -v python3)',
                       f'"$PY" "$G/inject.py" "$G" {plan} >/dev/null 2>&1 || : > "$G/injected"']
-        lines.append(hashed)
+        lines.append(self._hash_to("before"))
         lines += ['rm -f -- "$G/inject.py" "$0"', 'touch "$G/stamp"']
         return "\n".join(lines) + "\n"
 
     def _post(self) -> str:
         g, repo = shlex.quote(self.grader_dir), shlex.quote(self.repo)
-        files = self.hashed
         return "\n".join([
             "#!/bin/bash", f"G={g}", 'since=$(cat "$G/since" 2>/dev/null || echo 0)',
             # Stray processes first (a daemon the tests left could rewrite files while we read them).
@@ -124,7 +125,7 @@ class IntegrityRun:
             '  done',
             'done',
             f'cd {repo} || exit 0',
-            (f'sha256sum -- {files} > "$G/after" 2>/dev/null' if files else ': > "$G/after"'),
+            self._hash_to("after"),
             # Inode change times cannot be set back from user space (unlike mtimes): what the run touched.
             # Only names the verdict looks at (test and runner files, .pth, packaging metadata): a suite that
             # writes thousands of data files keeps this list short.
@@ -179,8 +180,9 @@ class IntegrityRun:
                 getattr(out, section)[path.strip().lstrip("*")] = digest
             elif section == "changed" and line.strip():
                 out.changed.append(line.strip()[2:] if line.startswith("./") else line.strip())
-            elif section == "injected" and line.strip():
-                out.injected.append(line.strip())
+            elif section == "injected" and "\t" in line:
+                name, _, path = line.strip().partition("\t")
+                out.injected[name] = path
         if r.truncated:
             out.problems.append("the list of files changed during the run was cut (too many files)")
         return out

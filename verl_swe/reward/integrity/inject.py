@@ -1,6 +1,7 @@
 """Runs inside the grading sandbox (the task's own Python, 3.6 syntax): inserts the sentinel tests into the
-task's test files, each before a random top-level test of the file or at its end, and lists the names
-that went in. A file that already defines a sentinel's name is left alone.
+task's test files (or a random test module of a test directory the command runs), each before a random
+top-level test of the file or at its end, and lists the names that went in with their files (tab-separated).
+A file that already defines a sentinel's name is left alone.
 
     python inject.py GRADER_DIR PLAN_BASE64
 """
@@ -43,12 +44,24 @@ def insert(src, blocks, rng):
     return "".join(lines)
 
 
+def _module_in(directory, rng):
+    """A random test module under `directory` (test_*.py or *_test.py), or None."""
+    found = []
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        found += [os.path.join(root, f) for f in sorted(files)
+                  if f.endswith(".py") and (f.startswith("test_") or f.endswith("_test.py"))]
+    return rng.choice(found) if found else None
+
+
 def main():
     grader_dir, plan = sys.argv[1], json.loads(base64.b64decode(sys.argv[2]).decode("utf-8"))
     rng = random.SystemRandom()
     injected = []
     for entry in plan["files"]:
-        path = entry["file"]
+        path = _module_in(entry["file"], rng) if entry.get("dir") else entry["file"]
+        if path is None:
+            continue
         try:
             with open(path, "rb") as f:
                 src = f.read().decode("utf-8")
@@ -59,9 +72,9 @@ def main():
         out = insert(src, entry["blocks"], rng).encode("utf-8")
         with open(path, "wb") as f:
             f.write(out)
-        injected.extend(entry["names"])
+        injected.extend((name, os.path.normpath(path)) for name in entry["names"])
     with open(os.path.join(grader_dir, "injected"), "w") as f:
-        f.write("".join(n + "\n" for n in injected))
+        f.write("".join("%s\t%s\n" % item for item in injected))
 
 
 if __name__ == "__main__":

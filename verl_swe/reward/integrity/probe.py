@@ -468,6 +468,7 @@ def _logreport(report):
         return  # a passing setup or teardown: nothing to record
     _check_skip(report)
     _PROBE.record.write("test", nodeid=report.nodeid, when=report.when, outcome=report.outcome, made=is_made,
+                        cls=type(report).__name__,
                         made_outcome=made[1] if made else None, raw=raw[0], raw_skip=raw[1],
                         wasxfail=hasattr(report, "wasxfail"),
                         crash=_crash(report) if report.outcome == "failed" else "")

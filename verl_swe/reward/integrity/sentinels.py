@@ -22,7 +22,7 @@ _NOUNS = ["empty_input", "unicode_values", "nested_keys", "default_options", "tr
 
 @dataclass(frozen=True)
 class Sentinel:
-    file: str  # repository-relative test file it is appended to
+    file: str  # repository-relative test file it goes into, or a test directory (inject.py picks a module there)
     name: str  # the test function's name (random per grading)
     must_fail: bool
     nonce: str  # in the failure message of a must-fail sentinel, so a rewritten report is detectable
@@ -60,27 +60,30 @@ def _failing(name: str, nonce: str, rng: secrets.SystemRandom) -> str:
     return rng.choice(forms)
 
 
-def make_sentinels(files: tuple[str, ...] | list[str], exitfirst: bool = False) -> list[Sentinel]:
-    """A must-pass sentinel in every file and a must-fail one in every file (with -x / --maxfail only in the
-    last, which pytest runs last, so the stop it causes cuts no test of the task)."""
+def make_sentinels(files: tuple[str, ...] | list[str], exitfirst: bool = False,
+                   dirs: tuple[str, ...] | list[str] = ()) -> list[Sentinel]:
+    """A must-pass and a must-fail sentinel in every file and test directory (with -x / --maxfail the must-fail
+    one only in the last file, which pytest runs last, so the stop it causes cuts no test of the task; none when
+    directories are run, whose order is pytest's)."""
     rng = secrets.SystemRandom()
     taken: set[str] = set()
     out = []
-    for i, f in enumerate(files):
+    targets = [*files, *dirs]
+    for i, f in enumerate(targets):
         name = _name(rng, taken)
         out.append(Sentinel(f, name, False, "", _passing(name, rng)))
-        if not exitfirst or i == len(files) - 1:
+        if not exitfirst or (i == len(targets) - 1 and not dirs):
             name, nonce = _name(rng, taken), secrets.token_hex(8)
             out.append(Sentinel(f, name, True, nonce, _failing(name, nonce, rng)))
     return out
 
 
-def injection_plan(sentinels: list[Sentinel], exitfirst: bool) -> dict:
+def injection_plan(sentinels: list[Sentinel], exitfirst: bool, dirs: tuple[str, ...] = ()) -> dict:
     """What inject.py does in the sandbox: per file, the sentinels' code, each placed before a random test
     of the file or at its end (under -x / --maxfail a must-fail one goes last: it must be the last test run)."""
     files: dict[str, dict] = {}
     for s in sentinels:
-        entry = files.setdefault(s.file, {"file": s.file, "names": [], "blocks": []})
+        entry = files.setdefault(s.file, {"file": s.file, "dir": s.file in dirs, "names": [], "blocks": []})
         entry["names"].append(s.name)
         entry["blocks"].append({"code": s.code, "at_end": exitfirst and s.must_fail})
     return {"files": list(files.values())}

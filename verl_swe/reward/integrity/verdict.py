@@ -42,11 +42,13 @@ class IntegrityReport:
 
 
 def _status_of(tests: list[dict]) -> dict[str, str]:
-    """nodeid -> the status pytest's -rA summary gives it, from the probe's test lines (teardown ignored:
-    swebench's parsers do not agree on it, and a pass the log claims is what is checked)."""
+    """nodeid -> the status pytest's -rA summary gives it, from the probe's test lines of the reports pytest's
+    runner made (teardown ignored: swebench's parsers do not agree on it, and a pass the log claims is what
+    is checked). Reports logged without being made (subtests, or fakes) do not count."""
     phases: dict[str, dict[str, dict]] = {}
     for t in tests:
-        phases.setdefault(t["nodeid"], {})[t["when"]] = t
+        if t["made"] or t.get("xdist"):
+            phases.setdefault(t["nodeid"], {})[t["when"]] = t
     out = {}
     for nodeid, ph in phases.items():
         setup, call = ph.get("setup"), ph.get("call")
@@ -97,13 +99,13 @@ def judge(run: IntegrityRun, got: Collected, *, log_text: str, log_status: dict[
     record = read_record(got.record, run.key)
     rep.checks.append("probe")
     sessions = [s for s in record.sessions if s.config is not None]
+    _check_record(record, sessions, rep, log_status)
+    for s in sessions:
+        _check_session(s, rep)
     rec_status: dict[str, str] = {}
     for s in sessions:
         rec_status.update(_status_of(s.tests))
     rec_map = _parse_like_the_log(rec_status, parser)
-    _check_record(record, sessions, rep, log_status)
-    for s in sessions:
-        _check_session(s, rep)
     # A test counts for the grade as swebench counts it (F2P: passed or xfail; P2P: also skipped); every
     # such count the log gives must be one the runner's record gives too.
     graded = [(t, test_passed) for t in fail_to_pass] + [(t, test_maintained) for t in pass_to_pass]
@@ -146,8 +148,11 @@ def _check_session(s: Session, rep: IntegrityReport) -> None:
     bad = []
     for t in s.tests:
         name = f"{t['nodeid']} ({t['when']})"
+        t["xdist"] = xdist
         if not xdist and not t["made"]:
-            bad.append(f"{name}: a report pytest's runner did not make was logged")
+            # Plugins log reports of their own (subtests: SubtestReport); a plain TestReport nobody made is a fake.
+            if t.get("cls", "TestReport") == "TestReport":
+                bad.append(f"{name}: a report pytest's runner did not make was logged")
         elif not xdist and t["made_outcome"] != t["outcome"]:
             bad.append(f"{name}: made {t['made_outcome']}, changed to {t['outcome']} before it was logged")
         elif t["raw"] and not t["raw_skip"] and t["outcome"] == "passed" and not t["wasxfail"]:
@@ -187,17 +192,18 @@ def _check_sentinels(run, got, sessions, rec_map, rep, log_text, log_status) -> 
     no_tb = any((s.config or {}).get("tbstyle") == "no" for s in sessions)
     bad = []
     for s in present:
-        collected = _collected(sessions, s.file)
+        file = got.injected[s.name]
+        collected = _collected(sessions, file)
         if sessions and collected not in (None, "passed"):
-            rep.notes.append(f"sentinels in {s.file} not expected: collecting it {collected}")
+            rep.notes.append(f"sentinels in {file} not expected: collecting it {collected}")
             continue
         if sessions and not _collects_functions(sessions, s.name):
-            rep.notes.append(f"sentinels in {s.file} not expected: python_functions does not collect test_*")
+            rep.notes.append(f"sentinels in {file} not expected: python_functions does not collect test_*")
             continue
         want = "FAILED" if s.must_fail else "PASSED"
         in_log = next((v for k, v in log_status.items() if s.matches(k)), None)
         in_rec = next((v for k, v in rec_map.items() if s.matches(k)), None)
-        what = f"{s.name} in {s.file} (must {'fail' if s.must_fail else 'pass'})"
+        what = f"{s.name} in {file} (must {'fail' if s.must_fail else 'pass'})"
         if log_status and in_log != want:
             bad.append(f"{what}: {in_log or 'absent'} in the log")
         elif sessions and in_rec != want:
