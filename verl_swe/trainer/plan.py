@@ -76,6 +76,7 @@ class Workload:
 class Plan:
     rows: list[tuple[str, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    training_bytes: dict[str, float] = field(default_factory=dict)  # the training rows, unrounded
 
     @property
     def ok(self) -> bool:
@@ -131,6 +132,7 @@ def make_plan(m: ModelShape, lay: Layout, w: Workload) -> Plan:
                     ("gathered layer weights", allgather_b), ("logits + grad (fp32)", logits_b),
                     ("training total per GPU", train_total)]:
         p.rows.append((name, f"{b / GB:.1f} GB"))
+        p.training_bytes[name] = b
     if train_total > lay.gpu_memory_gb * GB * 0.95:
         p.errors.append(f"training needs ~{train_total / GB:.0f} GB per GPU, more than {lay.gpu_memory_gb:g} GB: "
                         "raise ulysses sp, offload parameters/optimizer, or lower ppo_max_token_len_per_gpu")
