@@ -3,9 +3,15 @@
 The prompt is sent as token ids, and the reply's token ids are read back (vLLM's `return_token_ids`,
 or its `token_id:N` logprob tokens), so nothing is re-tokenized. Sampling filters are sent explicitly
 off, so the server's generation_config defaults cannot switch them on (paper 5.2).
+
+Each request's timeout scales with its tokens (`request_timeout_s`): a 131k-token prompt on a server that
+32 workers share waits for its prefill behind others', which a fixed 600 s does not cover, while a short
+one that hangs should not hold a worker for half an hour. `timeout_s` (or VERL_SWE_REQUEST_TIMEOUT_S) fixes it.
 """
 
 from __future__ import annotations
+
+import os
 
 import httpx
 
@@ -16,12 +22,26 @@ class LLMServerError(ModelError):
     pass
 
 
+def request_timeout_s(prompt_tokens: int, max_tokens: int, base_s: float = 300.0, per_1k_tokens_s: float = 10.0) -> float:
+    """Seconds one completion may take: a floor for queueing, plus time per thousand tokens of prompt (prefill)
+    and of generation: 4k tokens ~340 s, 65k ~960 s, 131k ~1,600 s."""
+    return base_s + per_1k_tokens_s * (prompt_tokens + max_tokens) / 1000
+
+
 class OpenAICompletionsClient:
-    def __init__(self, endpoint: str, model: str, timeout_s: float = 600.0, api_key: str | None = None):
+    def __init__(self, endpoint: str, model: str, timeout_s: float | None = None, api_key: str | None = None):
+        """`timeout_s`: one fixed timeout per request (default: VERL_SWE_REQUEST_TIMEOUT_S, else scaled with
+        the request's tokens, `request_timeout_s`)."""
         self.url = endpoint.rstrip("/") + ("/completions" if endpoint.rstrip("/").endswith("/v1") else "/v1/completions")
         self.model = model
+        fixed = timeout_s if timeout_s is not None else os.environ.get("VERL_SWE_REQUEST_TIMEOUT_S")
+        self.timeout_s = float(fixed) if fixed else None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.http = httpx.AsyncClient(timeout=timeout_s, headers=headers)
+        self.http = httpx.AsyncClient(timeout=self.timeout_s or 600.0, headers=headers)
+
+    def timeout_for(self, prompt_tokens: int, max_tokens: int) -> httpx.Timeout:
+        seconds = self.timeout_s or request_timeout_s(prompt_tokens, max_tokens)
+        return httpx.Timeout(seconds, connect=min(seconds, 30.0))
 
     async def generate(self, prompt_ids: list[int], sampling: Sampling, request_id: str) -> Generation:
         body = {
@@ -34,7 +54,8 @@ class OpenAICompletionsClient:
             **sampling.extra,
         }
         try:
-            r = await self.http.post(self.url, json=body, headers={"X-Request-Id": request_id})
+            r = await self.http.post(self.url, json=body, headers={"X-Request-Id": request_id},
+                                     timeout=self.timeout_for(len(prompt_ids), sampling.max_tokens))
         except httpx.HTTPError as e:
             raise LLMServerError(f"{self.url}: {type(e).__name__}: {e}") from e
         if r.status_code != 200:
