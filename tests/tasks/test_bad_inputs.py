@@ -66,6 +66,7 @@ def bad_batch(tmp_path_factory):
          "environment": None},
         {**row("badconfig", widget), "install_config": {"install": {"not": "a command"}}},
     ]
+    (root / "cache").mkdir()  # one cache for the module's tests: each environment builds once per backend
     path = root / "tasks.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     preds = root / "preds.jsonl"
@@ -74,10 +75,10 @@ def bad_batch(tmp_path_factory):
 
 
 async def test_a_failing_offline_step_is_named_and_the_good_task_graded(bad_batch, session_backend, tmp_path):
-    _, repos, tasks_file, _ = bad_batch
+    root, repos, tasks_file, _ = bad_batch
     tasks = {t.instance_id: t for t in read_tasks(tasks_file)[0]}
     sandbox = {"state_dir": str(tmp_path / "sandboxes")} if session_backend == "local" else {}
-    envs = Environments(session_backend, repos_dir=repos, cache_dir=tmp_path / "cache", sandbox=sandbox)
+    envs = Environments(session_backend, repos_dir=repos, cache_dir=root / "cache", sandbox=sandbox)
     try:
         errors = await envs.build([tasks["acme__good-1"], tasks["acme__failstep-1"]], workers=2)
         assert errors["acme__good-1"] is None
@@ -91,14 +92,14 @@ async def test_a_failing_offline_step_is_named_and_the_good_task_graded(bad_batc
 @pytest.mark.local
 async def test_each_bad_task_gets_its_reason_and_the_good_one_is_graded(bad_batch, tmp_path):
     root, repos, tasks_file, preds = bad_batch
-    envs = Environments("local", repos_dir=repos, cache_dir=tmp_path / "cache",
+    envs = Environments("local", repos_dir=repos, cache_dir=root / "cache",
                         sandbox={"state_dir": str(tmp_path / "sandboxes")})
     try:
         report = await evaluate(tasks_file, preds, envs, workers=2, log_dir=tmp_path / "logs")
     finally:
         envs.close()
     got = {k: (v["resolved"], v["error"] or "") for k, v in report.instances.items()}
-    assert got["acme__good-1"] == (True, "") and got["acme__rebench-1"] == (True, "")
+    assert got["acme__good-1"] == (True, "") and got["acme__rebench-1"] == (True, ""), report.instances
     first = {k: err.splitlines()[0] for k, (_, err) in got.items() if err}
     assert "could not read the metadata of ." in first["acme__nobuild-1"]
     assert "this project does not build" in got["acme__nobuild-1"][1]
@@ -121,7 +122,7 @@ def test_the_cli_table_and_curation_name_the_failing_command(bad_batch, tmp_path
     root, repos, tasks_file, preds = bad_batch
     out = tmp_path / "report.json"
     args = ["--instances", str(tasks_file), "--backend", "local", "--repos-dir", str(repos),
-            "--cache-dir", str(tmp_path / "cache")]
+            "--cache-dir", str(root / "cache")]
     r = CliRunner().invoke(app, ["evaluate", *args, "--predictions", str(preds), "--output", str(out)],
                            env={"COLUMNS": "400"})
     assert r.exit_code == 0, r.output
@@ -138,9 +139,9 @@ async def test_curation_reason_names_the_failing_step(bad_batch, tmp_path):
     from verl_swe.curate.checks import check_task
     from verl_swe.curate.config import load_config
 
-    _, repos, tasks_file, _ = bad_batch
+    root, repos, tasks_file, _ = bad_batch
     tasks = {t.instance_id: t for t in read_tasks(tasks_file)[0]}
-    envs = Environments("local", repos_dir=repos, cache_dir=tmp_path / "cache",
+    envs = Environments("local", repos_dir=repos, cache_dir=root / "cache",
                         sandbox={"state_dir": str(tmp_path / "sandboxes")})
     try:
         result = await check_task(tasks["acme__failstep-1"], envs, load_config(None), tmp_path / "logs")
