@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile

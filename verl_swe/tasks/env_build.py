@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Callable
 
 from verl_swe.files import write_text_atomic
-from verl_swe.tasks.env_plan import ROW_REQUIREMENTS, EnvBuildError, EnvPlan, describe_failure
+from verl_swe.tasks.env_plan import EnvBuildError, EnvPlan, describe_failure
 from verl_swe.tasks.fetch import Fetcher, FetchError
+from verl_swe.tasks.steps import ROW_REQUIREMENTS
 from verl_swe.tasks.target import Target
 
 logger = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from verl_swe.tasks.project import ProjectError, read_project, scm_pretend_var
 from verl_swe.tasks.schema import InstallConfig, Task
-from verl_swe.tasks.steps import ROW_REQUIREMENTS, Step, StepError, plan_steps
+from verl_swe.tasks.steps import Step, StepError, plan_steps
 from verl_swe.tasks.target import Target
 
 ENV_FORMAT = 2  # bump when the build script changes, so caches rebuild
