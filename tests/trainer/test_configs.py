@@ -202,3 +202,32 @@ def test_the_tiny_cpu_recipe_keeps_the_algorithm_and_passes_the_preflight(tmp_pa
     assert c.actor_rollout_ref.model.override_config == {"attn_implementation": "sdpa"}  # no YaRN, no flash-attn
     assert c.swe.agent.limits.context_tokens == c.data.max_prompt_length + c.data.max_response_length == r.max_model_len
     check(c)  # enable_sleep_mode is a field of verl's RolloutConfig, not a typo
+
+
+def test_verls_dataloader_cycles_past_the_pool():
+    # total_training_steps above one pass (stage 1: 72 iterations, 24 per pass) relies on verl drawing the next
+    # batch from a fresh pass (trainer_base.py _fetch_one_gen_batch), not stopping at the pool's end.
+    from types import SimpleNamespace
+
+    from torchdata.stateful_dataloader import StatefulDataLoader
+    from verl.trainer.ppo.v1.trainer_base import PPOTrainer
+    from verl.utils.dataset.rl_dataset import collate_fn
+
+    rows = [{"raw_prompt": [{"role": "user", "content": str(i)}], "index": i} for i in range(5)]
+    trainer = SimpleNamespace(train_dataloader=StatefulDataLoader(rows, batch_size=2, drop_last=True,
+                                                                  collate_fn=collate_fn), train_dataloader_it=None)
+    drawn = [list(PPOTrainer._fetch_one_gen_batch(trainer)["index"]) for _ in range(5)]
+    assert drawn == [[0, 1], [2, 3], [0, 1], [2, 3], [0, 1]]  # 2 batches per pass, 5 iterations
+
+
+def test_run_paths_become_absolute_for_the_workers(tmp_path, monkeypatch):
+    from omegaconf import OmegaConf
+
+    from verl_swe.trainer.run_checks import absolute_run_paths
+
+    monkeypatch.chdir(tmp_path)
+    c = config("swe_dapo_qwen7b")  # single node: relative run_root "runs" is allowed, made absolute on the driver
+    run_dir = absolute_run_paths(c)
+    assert run_dir == tmp_path / "runs" / "qwen7b-stage1" and c.swe.agent.trajectory_dir == str(run_dir)
+    [entry] = OmegaConf.load(write_agent_loop_config(c, run_dir))  # what every node's agent-loop worker reads
+    assert entry.trajectory_dir == str(run_dir)

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_swe.trainer.preflight import PreflightError, preflight, write_agent_loop_config
 from verl_swe.trainer.resume import set_aside_unfinished
+from verl_swe.trainer.run_checks import absolute_run_paths
 
 
 @hydra.main(config_path="config", config_name="swe_dapo_qwen72b", version_base=None)
@@ -22,14 +23,9 @@ def main(config: DictConfig) -> None:
     except PreflightError as e:
         raise SystemExit(f"verl-swe preflight refused this run:\n{e}") from None
     print(report)
-    # Absolute from here on: verl's workers (and, on many nodes, other machines) must not resolve them
-    # against their own working directories. The preflight refused relative ones for nnodes > 1.
-    run_dir = Path(config.trainer.default_local_dir).expanduser().resolve()
-    OmegaConf.update(config, "trainer.default_local_dir", str(run_dir))
+    run_dir = absolute_run_paths(config)  # absolute from here on (run_checks.py)
     trajectory_dir = OmegaConf.select(config, "swe.agent.trajectory_dir")
     if trajectory_dir:
-        trajectory_dir = str(Path(trajectory_dir).expanduser().resolve())
-        OmegaConf.update(config, "swe.agent.trajectory_dir", trajectory_dir)
         moved = set_aside_unfinished(Path(trajectory_dir), run_dir, resuming=config.trainer.resume_mode != "disable")
         if moved:
             print(f"verl-swe: set aside {moved} trajectories of steps no checkpoint holds (they will be re-run): "

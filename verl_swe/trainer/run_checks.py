@@ -84,3 +84,15 @@ def iteration_problems(config: DictConfig) -> list[str]:
         return [f"trainer.total_epochs={epochs} stops the run after {per_pass * epochs} of trainer.total_training_steps="
                 f"{steps} iterations ({rows} tasks / {batch} = {per_pass} per pass): set trainer.total_epochs>={need}"]
     return []
+
+
+def absolute_run_paths(config: DictConfig) -> Path:
+    """Make trainer.default_local_dir and swe.agent.trajectory_dir absolute in `config` (the driver's view);
+    return the run directory. verl's workers, and on many nodes other machines, must not resolve them against
+    their own working directories (the preflight refused relative ones for nnodes > 1 already)."""
+    run_dir = Path(config.trainer.default_local_dir).expanduser().resolve()
+    OmegaConf.update(config, "trainer.default_local_dir", str(run_dir))
+    trajectory_dir = OmegaConf.select(config, "swe.agent.trajectory_dir")
+    if trajectory_dir:
+        OmegaConf.update(config, "swe.agent.trajectory_dir", str(Path(trajectory_dir).expanduser().resolve()))
+    return run_dir
