@@ -1,10 +1,12 @@
-"""Grading throughput on envs/mini with 1 and 2 workers, and per-task overhead over the bare test run.
+"""Grading throughput on envs/mini with 1 and 2 workers, per-task overhead over the bare test run, and the
+cost of the integrity checks (verl_swe/reward/integrity: sentinels, the pytest probe, file checks, verdict).
 
     .venv/bin/python bench/grading.py [--backends docker local] [--rounds 3] [--out bench/grading-results.json]
 
 Environments are built first and not timed (the target is "once environments are cached"). The
 baseline is the bare test run: the same test command, in a plain checkout on the host with the task's
-virtualenv, no sandbox, no patching, no parsing.
+virtualenv, no sandbox, no patching, no parsing. Grading with the integrity checks (the default) and without
+them (`grade(..., integrity=False)`) alternate round by round in the same run, so both see the same load.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -43,12 +46,12 @@ def bare_runs(tasks, envs: Environments) -> dict[str, float]:
     return out
 
 
-async def grade_all(tasks, envs: Environments, workers: int):
+async def grade_all(tasks, envs: Environments, workers: int, integrity: bool = True):
     sem = asyncio.Semaphore(workers)
 
     async def one(t):
         async with sem:
-            return await grade(t, t.patch, envs)
+            return await grade(t, t.patch, envs, integrity=integrity)
 
     start = time.perf_counter()
     results = await asyncio.gather(*(one(t) for t in tasks))
@@ -57,12 +60,21 @@ async def grade_all(tasks, envs: Environments, workers: int):
     return wall, results
 
 
+def _summary(walls, per_task, tests, n: int, bare_s: float) -> dict:
+    wall = statistics.median(walls)
+    return {"tasks": n, "wall_s_median": round(wall, 3), "tasks_per_s": round(n / wall, 3),
+            "per_task_s_mean": round(statistics.mean(per_task), 3),
+            "test_command_in_sandbox_s_mean": round(statistics.mean(tests), 3),
+            "overhead_over_bare_s_mean": round(statistics.mean(per_task) - bare_s, 3)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backends", nargs="+", default=["docker", "local"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    load_start = os.getloadavg()
     tasks = load_tasks(mini_dir() / "tasks.jsonl")
     cache = Path(tempfile.mkdtemp(prefix="verl-swe-bench-cache-"))
     local_envs = Environments("local", cache_dir=cache)
@@ -74,22 +86,26 @@ def main() -> None:
         errors = asyncio.run(envs.build(tasks))
         assert not any(errors.values()), errors
         for workers in (1, 2):
-            walls, per_task, tests = [], [], []
+            runs = {True: ([], [], []), False: ([], [], [])}  # integrity on / off: walls, per task, test command
             for _ in range(args.rounds):
-                wall, res = asyncio.run(grade_all(tasks, envs, workers))
-                walls.append(wall)
-                per_task += [r.duration_s for r in res]
-                tests += [r.test_duration_s for r in res]
-            wall = statistics.median(walls)
+                for integrity in (True, False):
+                    wall, res = asyncio.run(grade_all(tasks, envs, workers, integrity))
+                    assert all(bool(r.integrity) == integrity and not r.tampered for r in res), res
+                    walls, per_task, tests = runs[integrity]
+                    walls.append(wall)
+                    per_task += [r.duration_s for r in res]
+                    tests += [r.test_duration_s for r in res]
+            on, off = (_summary(*runs[i], len(tasks), results["bare_test_run_s"]["mean"]) for i in (True, False))
             results[f"{backend}/workers={workers}"] = {
-                "tasks": len(tasks), "wall_s_median": round(wall, 3), "tasks_per_s": round(len(tasks) / wall, 3),
-                "per_task_s_mean": round(statistics.mean(per_task), 3),
-                "test_command_in_sandbox_s_mean": round(statistics.mean(tests), 3),
-                "overhead_over_bare_s_mean": round(statistics.mean(per_task) - results["bare_test_run_s"]["mean"], 3),
+                **on, "without_integrity_checks": off,
+                "integrity_overhead_per_task_s": round(on["per_task_s_mean"] - off["per_task_s_mean"], 3),
+                "integrity_overhead_in_test_command_s": round(on["test_command_in_sandbox_s_mean"]
+                                                              - off["test_command_in_sandbox_s_mean"], 3),
             }
             print(backend, workers, results[f"{backend}/workers={workers}"], flush=True)
     machine = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
-               "cpus": __import__("os").cpu_count(), "python": platform.python_version()}
+               "cpus": os.cpu_count(), "python": platform.python_version(),
+               "loadavg_1_5_15_start": load_start, "loadavg_1_5_15_end": os.getloadavg()}  # the machine is shared
     print(json.dumps({"bare_test_run_s_mean": round(results["bare_test_run_s"]["mean"], 3)}))
     if args.out:
         args.out.write_text(json.dumps({"machine": machine, "rounds": args.rounds, "results": results}, indent=2) + "\n")

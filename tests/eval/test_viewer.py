@@ -107,6 +107,7 @@ def test_a_flagged_trajectory_shows_its_flags_and_why_the_run_was_tampered(chrom
     assert "git_history_read" not in html  # a flag without evidence was not raised
     assert 'test run integrity: <span class="no">tampered</span> (checks: probe, sentinels, files)' in html
     assert "<pre>sentinel: test_keeps_order_12 (must fail): PASSED in the log</pre>" in html
+    assert "FAIL_TO_PASS: 0 passed, 1 failed as the tampered log claims" in html
     assert "<pre>src/app.py:3 pytest_internals: import _pytest</pre>" in html
     # The evidence is model output: shown escaped, never markup.
     assert "pytest_internals: import _pytest &lt;/script&gt;&lt;script&gt;" in html and "<img" not in html

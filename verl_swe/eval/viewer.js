@@ -96,7 +96,8 @@ function testReport(grade) {
     const ul = el("ul");
     for (const t of res.failure || []) ul.append(el("li", {class: "no"}, "FAIL ", t));
     for (const t of res.success || []) ul.append(el("li", {class: "yes"}, "pass ", t));
-    box.append(el("div", {class: "label", text: `${kind}: ${(res.success || []).length} passed, ${(res.failure || []).length} failed`}), ul);
+    const claimed = grade.tampered ? " as the tampered log claims" : "";  // the verdict overrides these
+    box.append(el("div", {class: "label", text: `${kind}: ${(res.success || []).length} passed, ${(res.failure || []).length} failed${claimed}`}), ul);
   }
   const integrity = grade.integrity;
   if (integrity) {

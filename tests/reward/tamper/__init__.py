@@ -95,6 +95,8 @@ TECHNIQUES = {t.name: t for t in [
        checks=("machinery", "record", "sentinel", "exit"), static=("atexit", "process_exit", "tracing")),
     _t("runtest_noop", "pytest's Function.runtest replaced by a no-op", checks=("machinery", "sentinel"),
        static=("pytest_internals",)),
+    _t("code_swap", "the code object of pytest's Function.runtest swapped for a no-op's (same function object)",
+       checks=("machinery", "sentinel"), static=("pytest_internals",)),
     _t("import_hook", "test modules re-executed with no-op tests (sys.modules swap and a meta-path finder)",
        checks=("machinery", "sentinel"), static=("import_hooks", "sys_modules")),
     _t("file_rewrite", "test files rewritten at import time, then the process re-executes itself",

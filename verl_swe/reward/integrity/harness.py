@@ -101,8 +101,9 @@ class IntegrityRun:
             # The task's Python places them among the file's tests; without one (or if it fails), none go in.
             plan = injection_plan(self.sentinels, self.shape.exitfirst, self.shape.dirs)
             plan = base64.b64encode(json.dumps(plan).encode()).decode()
+            # -I -S: the standard library only (no site, no .pth files, no PYTHONPATH): a quicker start.
             lines += ['PY=$(command -v python || command -v python3)',
-                      f'"$PY" "$G/inject.py" "$G" {plan} >/dev/null 2>&1 || : > "$G/injected"']
+                      f'"$PY" -I -S "$G/inject.py" "$G" {plan} >/dev/null 2>&1 || : > "$G/injected"']
         lines.append(self._hash_to("before"))
         lines += ['rm -f -- "$G/inject.py" "$0"', 'touch "$G/stamp"']
         return "\n".join(lines) + "\n"
@@ -114,15 +115,18 @@ class IntegrityRun:
             # Stray processes first (a daemon the tests left could rewrite files while we read them).
             'protect=","; p=$$',
             'while [ "${p:-0}" -gt 0 ] 2>/dev/null && [ -r "/proc/$p/stat" ]; do',
-            '  protect="$protect$p,"; stat=$(cat "/proc/$p/stat" 2>/dev/null) || break',
+            '  protect="$protect$p,"; { read -r stat < "/proc/$p/stat"; } 2>/dev/null || break',
             '  set -- ${stat##*) }; p=$2',
             'done',
-            'for round in 1 2 3; do',
+            'for round in 1 2 3; do',  # builtins only (no process per /proc entry); again while kills happen
+            '  found=',
             '  for d in /proc/[0-9]*; do',
             '    p=${d#/proc/}; case $protect in *",$p,"*) continue ;; esac',
-            '    stat=$(cat "$d/stat" 2>/dev/null) || continue; set -- ${stat##*) }',
-            '    [ "$1" = Z ] && continue; [ "${20:-0}" -ge "$since" ] 2>/dev/null && kill -9 "$p" 2>/dev/null',
+            '    { read -r stat < "$d/stat"; } 2>/dev/null || continue; set -- ${stat##*) }',
+            '    [ "$1" = Z ] && continue',
+            '    [ "${20:-0}" -ge "$since" ] 2>/dev/null && kill -9 "$p" 2>/dev/null && found=1',
             '  done',
+            '  [ -z "$found" ] && break',
             'done',
             f'cd {repo} || exit 0',
             self._hash_to("after"),
@@ -165,7 +169,7 @@ class IntegrityRun:
             except FileNotFoundError:
                 out.record = b""
         r = await box.exec(f"cd {g} 2>/dev/null && for f in since post_ok before after changed injected; do "
-                           f"echo \"=== $f\"; cat \"$f\" 2>/dev/null; done")
+                           f"echo \"=== $f\"; [ -f \"$f\" ] && printf '%s\\n' \"$(<\"$f\")\"; done")
         section = None
         for line in r.output.splitlines():
             m = re.fullmatch(r"=== (\w+)", line)

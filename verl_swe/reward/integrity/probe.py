@@ -25,6 +25,8 @@ import hmac
 import json
 import os
 import sys
+import time
+import types
 
 CONFIG = {}  # filled in by the grader: key_var, record, grader_dir, repo, patched, runner_is_code
 
@@ -38,6 +40,7 @@ _KEY_HOOKS = ("pytest_runtest_protocol", "pytest_runtest_makereport", "pytest_ru
               "pytest_runtest_call", "pytest_runtest_setup", "pytest_pyfunc_call", "pytest_report_teststatus",
               "pytest_collection_modifyitems", "pytest_runtestloop", "pytest_terminal_summary")
 _TEST_DIRS = ("test", "tests", "testing")
+_HOT_EVERY_S = 0.02
 _RUNNER_CONFIG = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "conftest.py",
                   "sitecustomize.py", "usercustomize.py")
 
@@ -133,8 +136,18 @@ class _Probe(object):
     def __init__(self, record):
         self.record = record
         self.snap = _snapshot()
-        self.hot = [(k, v) for k, v in self.snap.items() if k[0] in _HOT]
         self.classes = {k: v for k, v in self.snap.items() if "." not in k[1] and isinstance(v, type)}
+        # The live dicts (a module's __dict__, a class's mappingproxy) are read directly: a full check is ~10k
+        # lookups, a per-test one the hot modules' ~1k.
+        cache = {}
+        self.views = [(self._view(k, cache), k[1].split(".", 1)[-1], v, k) for k, v in self.snap.items()]
+        self.hot_views = [v for v in self.views if v[3][0] in _HOT]
+        self.seen_impls = {}  # hook name -> the implementations last checked (unchanged: not checked again)
+        # A function's code can be swapped in place (fn.__code__ = ...): its identity does not change.
+        self.codes = {k: v.__code__ for k, v in self.snap.items() if isinstance(v, types.FunctionType)}
+        self.all_codes = [(k, self.snap[k], c) for k, c in self.codes.items()]
+        self.hot_codes = [v for v in self.all_codes if v[0][0] in _HOT]
+        self.last_hot = 0.0
         self.repo = os.path.realpath(CONFIG.get("repo") or os.getcwd())
         self.patched = set(CONFIG.get("patched") or ())
         self.config = None
@@ -160,10 +173,29 @@ class _Probe(object):
             return vars(cls).get(member, _MISSING) if cls is not None else _MISSING
         return vars(module).get(attr, _MISSING)
 
+    def _view(self, key, cache):
+        mod, attr = key
+        owner = (mod, attr.split(".", 1)[0]) if "." in attr else (mod, None)
+        if owner not in cache:
+            obj = self.classes.get(owner) if owner[1] else sys.modules.get(mod)
+            cache[owner] = vars(obj) if obj is not None else {}
+        return cache[owner]
+
+    def check_quick(self, views, codes):
+        """Only what changed goes through check_identities (which finds who changed it)."""
+        changed = [(key, original) for view, name, original, key in views if view.get(name, _MISSING) is not original]
+        changed += [(key, fn) for key, fn, code in codes if fn.__code__ is not code]
+        if changed:
+            self.check_identities(changed)
+
     def check_identities(self, items):
         for key, original in items:
             now = self._current(key)
             if now is original:
+                code = self.codes.get(key)
+                if code is not None and original.__code__ is not code:  # the same function, its code swapped
+                    verdict = self._file_verdict(original.__code__.co_filename) or ("unknown", "")
+                    self.machinery("replaced", "%s.%s: its __code__ swapped, %s" % (key + (verdict[1],)))
                 continue
             # pytest's own plugins (legacypath) and installed plugins patch pytest too: what replaced it decides.
             verdict = self._origin(now)
@@ -224,7 +256,12 @@ class _Probe(object):
             get = getattr(caller, "get_hookimpls", None)
             if get is None:
                 continue
-            for impl in get():
+            impls = get()
+            ids = tuple(id(i) for i in impls)
+            if self.seen_impls.get(hook_name) == ids:
+                continue
+            self.seen_impls[hook_name] = ids
+            for impl in impls:
                 fn = getattr(impl, "function", None)
                 code = getattr(_unwrap(fn), "__code__", None) or getattr(getattr(type(fn), "__call__", None),
                                                                        "__code__", None)
@@ -283,8 +320,15 @@ class _Probe(object):
                     self.machinery(kind, "%s gained a %s: %s" % (label, cls.__name__, verdict[1]))
 
     def checkpoint(self, full):
+        now = time.monotonic()
+        if not full and now - self.last_hot < _HOT_EVERY_S:
+            return  # a large suite: at most one quick check per interval (a full one ends every phase)
+        self.last_hot = now
         try:
-            self.check_identities(self.snap.items() if full else self.hot)
+            if full:
+                self.check_quick(self.views, self.all_codes)
+            else:
+                self.check_quick(self.hot_views, self.hot_codes)
             if self.config is not None:
                 self.check_hookimpls(None if full else _KEY_HOOKS)
                 self.check_instances()
@@ -391,10 +435,15 @@ def _benign_reader():
 _PROBE = None
 if _KEY is not None:
     _scrub_environment()
-    _PROBE = _Probe(_Record(CONFIG["record"], _KEY))
-    _PROBE.record.write("start", python=sys.version.split()[0], argv=sys.argv[:20])
-    if hasattr(sys, "addaudithook"):
-        sys.addaudithook(_audit_hook(_PROBE))
+    _record = None
+    try:
+        _record = _Record(CONFIG["record"], _KEY)
+        _PROBE = _Probe(_record)
+        _PROBE.record.write("start", python=sys.version.split()[0], argv=sys.argv[:20])
+    except Exception as _e:  # noqa: BLE001 - never break the run; with no session recorded the grader fails closed
+        _PROBE = None
+        if _record is not None:
+            _record.write("problem", kind="internal", detail="load: %s: %s" % (type(_e).__name__, _e))
 
 
 def _ours(config):
@@ -416,6 +465,14 @@ def _configure(config):
     _PROBE.trusted_phase = False
     _PROBE.snapshot_instances()
     option = config.option
+    # The audit hook runs for every audited event, and a trace function (coverage) makes every traced frame
+    # one (frame.f_code): about 200 ns each, a second per million frames. Under a tracer it is left out.
+    if not hasattr(sys, "addaudithook"):
+        _PROBE.record.problem("note:audit", "Python < 3.8: no audit hook")
+    elif sys.gettrace() is not None:
+        _PROBE.record.problem("note:audit", "a trace function (coverage) is active: no audit hook")
+    else:
+        sys.addaudithook(_audit_hook(_PROBE))
     _PROBE.record.write("configure", rootdir=str(getattr(config, "rootdir", "")),
                         python_functions=list(config.getini("python_functions") or []),
                         tbstyle=getattr(option, "tbstyle", None),
