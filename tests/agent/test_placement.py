@@ -58,6 +58,7 @@ async def test_ahead_uses_only_environments_built_before(tmp_path):
     config = await ahead.prepare(TASK)
     assert ahead.envs.builds == 0 and config.workdir == "/testbed" and config.run == "r1"
     assert ahead.holds() == {"t-1"}
+    assert LocalPlacement(FakeEnvironments(tmp_path, fail=False)).holds() == {"t-1"}  # what the machine holds
     changed = TASK.model_copy(update={"problem_statement": "another task under the same id"})
     with pytest.raises(InfraFailure):
         await ahead.prepare(changed)  # a record is for the task's exact content

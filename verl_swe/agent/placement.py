@@ -53,6 +53,16 @@ class ReadyRecords:
         except (OSError, ValueError, KeyError):
             return None
 
+    def instance_ids(self) -> set[str]:
+        """Every task with a record here (environments built on this machine, by this run or an earlier one)."""
+        ids = set()
+        for path in self.dir.glob("*.json") if self.dir.is_dir() else ():
+            try:
+                ids.add(json.loads(path.read_text())["instance_id"])
+            except (OSError, ValueError, KeyError):
+                continue
+        return ids
+
     def mark(self, key: str, task: Task, config) -> None:
         write_json_atomic(self.dir / f"{key}.json", {"instance_id": task.instance_id, "prepared_at": time.time(),
                                                      "config": config.model_dump(mode="json")})
@@ -84,8 +94,9 @@ class LocalPlacement:
             START_ADMISSION.configure(max_concurrent_starts, START_ADMISSION.gate)
 
     def holds(self) -> set[str]:
-        """Instance ids whose environment is prepared here (placement prefers such nodes)."""
-        return set(self._ids.values())
+        """Instance ids whose environment is prepared here (placement prefers such nodes): this process's, and
+        those the machine's ready records name (`verl-swe envs build`, earlier runs)."""
+        return set(self._ids.values()) | self.ready.instance_ids()
 
     async def prepare(self, task: Task):
         """The task's sandbox config on this machine; raises InfraFailure(env_build | env_not_ready)."""

@@ -108,16 +108,37 @@ def sandbox_gc(
         raise typer.Exit(1)
 
 
-def _gc_cluster(address: str, run, everything: bool, docker: bool, local: bool, state_dir):
+def connect_ray(address: str) -> None:
+    """Join the Ray cluster at `address` ('auto' or host:port) as a driver, or exit 2 saying why not (a host:port
+    that refuses is said at once: ray.init would wait for it for minutes)."""
     import os
+    import socket
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    import ray
+
+    err = Console(stderr=True, soft_wrap=True)
+    host, _, port = address.rpartition(":")
+    if address != "auto" and port.isdigit():
+        try:
+            socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+        except OSError as e:
+            err.print(f"[red]error:[/] no Ray cluster answers at --ray-address {address}: {e}")
+            raise typer.Exit(2) from None
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        err.print(f"[red]error:[/] could not join the Ray cluster at --ray-address {address}: {e}")
+        raise typer.Exit(2) from None
+
+
+def _gc_cluster(address: str, run, everything: bool, docker: bool, local: bool, state_dir):
     import ray
 
     from verl_swe.agent.placement_ray import gc_on_every_node
     from verl_swe.sandbox.gc import GcReport
 
-    ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    connect_ray(address)
     try:
         out = []
         for r in gc_on_every_node(run, everything, docker, local, str(state_dir) if state_dir else None):

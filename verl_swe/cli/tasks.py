@@ -97,14 +97,12 @@ def envs_build(
 
 
 def _build_on_cluster(address: str, tasks, backend: str, repos_dir, cache_dir, workers: int) -> list[dict]:
-    import os
-
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import ray
 
     from verl_swe.agent.placement_ray import build_on_every_node
+    from verl_swe.cli.sandbox import connect_ray
 
-    ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    connect_ray(address)
     try:
         options = {"backend": backend, "repos_dir": repos_dir, "cache_dir": cache_dir}
         nodes = build_on_every_node(options, tasks, workers)

@@ -67,6 +67,11 @@ def _quantile(xs: list[float], q: float) -> float | None:
     return round(xs[min(len(xs) - 1, int(q * len(xs)))], 4)
 
 
+def _latencies(trajs: list) -> dict:
+    xs = [t.timings.get("prepare_s", 0.0) for t in trajs]
+    return {"n": len(xs), "p50": _quantile(xs, 0.5), "p99": _quantile(xs, 0.99)}
+
+
 def agent_config(backend: str, cache_dir: Path, out: Path, run: str, placement: str, **options) -> AgentConfig:
     sandbox = {"state_dir": str(out / "sandboxes")} if backend == "local" else {}
     return AgentConfig(backend=backend, cache_dir=cache_dir, sandbox=sandbox, trajectory_dir=out / "trajectories-run",
@@ -135,6 +140,9 @@ def summarize(load: dict, run_dir: Path, episodes: int) -> dict:
         "sandboxes_closed": int(sandboxes), "sandbox_starts_per_s": round(sandboxes / load["wall_s"], 3),
         "start_latency_s": {"p50": _quantile(prepare, 0.5), "p90": _quantile(prepare, 0.9),
                             "p99": _quantile(prepare, 0.99), "max": _quantile(prepare, 1.0)},
+        # apart: the opening burst (first attempts), and the re-opens of retried episodes after the loss
+        "start_latency_first_attempt_s": _latencies([t for t in trajs if not t.metadata.get("infra_attempts")]),
+        "start_latency_retried_s": _latencies([t for t in trajs if t.metadata.get("infra_attempts")]),
         "sandbox_cpu_s_per_episode": round(statistics.mean(cpu), 3) if cpu else None,
         "peak_open_sandboxes": load["peak_open"],
         # The opening burst: every episode asked for its sandbox at once; this long until all held one.
