@@ -85,13 +85,22 @@ def rehearse(config: DictConfig, engine: bool = True) -> Rehearsal:
         if built is None:
             return r
         model, rollout = built
-        _context(cfg, model, rollout, r)
-        vllm = _rollout_engine(cfg, model, r) if engine else None
+        _guarded(r, "(context)", lambda: _context(cfg, model, rollout, r))
+        vllm = _guarded(r, "actor_rollout_ref.rollout", lambda: _rollout_engine(cfg, model, r)) if engine else None
         if not engine:
             r.checks.append("vLLM engine config: skipped (engine=False)")
-        _stop_tokens(cfg, model, rollout, r, vllm_ok=vllm is not None)
-        _prompt_lengths(cfg, model, r)
+        _guarded(r, "swe.agent", lambda: _stop_tokens(cfg, model, rollout, r, vllm_ok=vllm is not None))
+        _guarded(r, "data", lambda: _prompt_lengths(cfg, model, r))
     return r
+
+
+def _guarded(r: Rehearsal, key: str, check):
+    """A check that could not run is a finding too (e.g. an invalid swe.agent), never a traceback."""
+    try:
+        return check()
+    except Exception as e:  # noqa: BLE001
+        r.fail(key, f"the check could not run: {type(e).__name__}: {e}", "the key in the message")
+        return None
 
 
 def _model_dir(config: DictConfig, tmp: Path, r: Rehearsal) -> Path | None:
@@ -256,12 +265,14 @@ def _prompt_lengths(cfg: DictConfig, model, r: Rehearsal) -> None:
     from verl_swe.trainer.prompt_lengths import agent_prompt_lengths
 
     limit = cfg.data.max_prompt_length
+    measured: set[Path] = set()
     for key in ("train_files", "val_files"):
         files = OmegaConf.select(cfg, f"data.{key}")
         for f in [files] if isinstance(files, str) else list(files or []):
             path = Path(str(f)).expanduser()
-            if path.suffix != ".parquet" or not path.exists():
+            if path.suffix != ".parquet" or not path.exists() or path.resolve() in measured:
                 continue
+            measured.add(path.resolve())
             lengths = agent_prompt_lengths(path, cfg.swe.agent, model.tokenizer)
             over = [(n, iid, length) for n, (iid, length) in enumerate(lengths) if length > limit]
             longest = max((length for _, length in lengths), default=0)

@@ -34,18 +34,24 @@ class EngineRehearsalError(RuntimeError):
 
 
 @contextmanager
-def _server_process_stand_in():
-    """What vLLMHttpServer.__init__ takes from its Ray actor process: the job id and the node address. It
-    also writes CUDA_VISIBLE_DEVICES and VERL_* into os.environ, which are put back afterwards."""
+def restored_environ():
+    """verl's server writes CUDA_VISIBLE_DEVICES and VERL_* into os.environ, vLLM's platform code its own
+    settings: this process gets its environment back afterwards."""
     saved = dict(os.environ)
-    context = SimpleNamespace(get_job_id=lambda: "verl-swe-rehearsal")
     try:
-        with mock.patch("ray.get_runtime_context", return_value=context), \
-                mock.patch("ray.util.get_node_ip_address", return_value="127.0.0.1"):
-            yield
+        yield
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+@contextmanager
+def _server_process_stand_in():
+    """What vLLMHttpServer.__init__ takes from its Ray actor process: the job id and the node address."""
+    context = SimpleNamespace(get_job_id=lambda: "verl-swe-rehearsal")
+    with restored_environ(), mock.patch("ray.get_runtime_context", return_value=context), \
+            mock.patch("ray.util.get_node_ip_address", return_value="127.0.0.1"):
+        yield
 
 
 def _run(coro) -> Any:
@@ -109,7 +115,8 @@ def engine_config(args) -> tuple[Any, list[str]]:
         args.enable_sleep_mode = False
         notes.append("sleep mode off (vLLM has none on CPU; verl passes --enable-sleep-mode)")
     try:
-        engine_args = AsyncEngineArgs.from_cli_args(args)
-        return engine_args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER), notes
+        with restored_environ():
+            engine_args = AsyncEngineArgs.from_cli_args(args)
+            return engine_args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER), notes
     except Exception as e:  # noqa: BLE001
         raise EngineRehearsalError("vLLM AsyncEngineArgs.create_engine_config", e) from e
