@@ -197,10 +197,12 @@ async def _statuses(task, envs, patch: str, test_patch: str, files: list[str]) -
                     raise SystemExit(f"{task.instance_id}: a patch does not apply: {r.output}")
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in DETERMINISTIC_ENV.items())
         cmd = " ".join([task.install_config.test_cmd, *map(shlex.quote, files)])
-        r = await box.exec(f"env {env} {cmd}", timeout=900)
-    status = PARSER_REGISTRY[spec.log_parser](r.output, swebench_spec(task, spec))
+        # to a file: a command's output in the sandbox is capped (head + tail), and a cut line is a wrong id
+        await box.exec(f"env {env} {cmd} > /tmp/verl_swe_tests.log 2>&1", timeout=900)
+        log = (await box.read_bytes("/tmp/verl_swe_tests.log", timeout=300)).decode(errors="replace")
+    status = PARSER_REGISTRY[spec.log_parser](log, swebench_spec(task, spec))
     if not status:
-        raise SystemExit(f"{task.instance_id}: no test results from `{cmd}`:\n{r.output[-3000:]}")
+        raise SystemExit(f"{task.instance_id}: no test results from `{cmd}`:\n{log[-3000:]}")
     return status
 
 
