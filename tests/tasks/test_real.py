@@ -60,6 +60,7 @@ def real_envs(real_suite, session_backend, tmp_path_factory):
     envs.close()
 
 
+@pytest.mark.local  # building the suite runs its tests in local sandboxes
 def test_the_suite_covers_every_build_backend_and_three_fixes(real_suite):
     tasks, env_rows, _ = real_suite
     backends = " | ".join(t.meta["build_backend"] for t in env_rows)
