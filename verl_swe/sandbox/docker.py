@@ -148,7 +148,9 @@ class DockerSandbox(Sandbox):
             return "oom"  # the sandbox's memory limit: what its commands did
         if state.get("Running"):
             return "engine"  # the container runs but our attach stream broke: the engine's side
-        return "exited"  # its main process ended: e.g. a command killed the shell's supervisor
+        # Its main process ended: e.g. a command killed the shell's supervisor. (A `docker kill` from outside looks
+        # the same from here; without evidence of an outside cause, it stays the agent's: see shell.AGENT_CAUSES.)
+        return "exited"
 
     async def _cpu_seconds(self) -> float | None:
         if self._container_id is None:
