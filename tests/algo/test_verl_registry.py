@@ -50,6 +50,9 @@ def test_the_plugin_loads_cleanly_in_a_fresh_verl_process():
 
     code = ("import verl, sys; from verl.trainer.ppo.core_algos import get_policy_loss_fn; "
             "from verl.experimental.agent_loop.agent_loop import _agent_loop_registry; "
-            "get_policy_loss_fn('swe_dapo'); assert 'swe_agent' in _agent_loop_registry; print('ok')")
+            "get_policy_loss_fn('swe_dapo'); assert 'swe_agent' in _agent_loop_registry; "
+            # trainer.v1.trainer_mode=swe_sync, resolved as verl's task runner resolves it (main_ppo.py)
+            "from verl.trainer.ppo.v1 import get_trainer_cls; "
+            "assert get_trainer_cls('swe_sync').__name__ == 'SpreadPaddingSyncTrainer'; print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
