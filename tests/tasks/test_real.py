@@ -77,8 +77,8 @@ def test_the_suite_covers_every_build_backend_and_three_fixes(real_suite):
 async def test_each_project_builds_offline_and_passes_its_own_tests(instance_id, real_suite, real_envs):
     (row,) = [t for t in real_suite[1] if t.instance_id == instance_id]
     assert await real_envs.build([row]) == {instance_id: None}
-    # Environments are what this checks; the grader's integrity checks are tested with their own module.
-    result = await grade(row, "", real_envs, timeout_s=600, integrity=False)
+    # graded as any task is, integrity checks included: real suites must not read as tampered (false positives)
+    result = await grade(row, "", real_envs, timeout_s=600)
     assert result.resolved, (row.instance_id, result.error, result.tests_status)
 
 
