@@ -19,6 +19,10 @@ from verl_swe.reward.integrity.command import RunShape
 from verl_swe.reward.integrity.sentinels import Sentinel, injection_plan, make_sentinels
 
 MAX_RECORD_BYTES = 64 << 20
+# What grading.py stages in the sandbox before the tests run. They are removed before the tests start: the
+# test patch names exactly the task's tests, which would tell them from the sentinels (a running eval script
+# keeps reading itself through its open file).
+STAGED = ("/tmp/verl_swe_model.patch", "/tmp/verl_swe_test.patch", "/tmp/verl_swe_eval.sh")
 _START = ">>>>> Start Test Output"
 
 
@@ -105,7 +109,7 @@ class IntegrityRun:
             lines += ['PY=$(command -v python || command -v python3)',
                       f'"$PY" -I -S "$G/inject.py" "$G" {plan} >/dev/null 2>&1 || : > "$G/injected"']
         lines.append(self._hash_to("before"))
-        lines += ['rm -f -- "$G/inject.py" "$0"', 'touch "$G/stamp"']
+        lines += [f'rm -f -- "$G/inject.py" "$0" {" ".join(STAGED)}', 'touch "$G/stamp"']
         return "\n".join(lines) + "\n"
 
     def _post(self) -> str:

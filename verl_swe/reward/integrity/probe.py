@@ -148,6 +148,7 @@ class _Probe(object):
         self.all_codes = [(k, self.snap[k], c) for k, c in self.codes.items()]
         self.hot_codes = [v for v in self.all_codes if v[0][0] in _HOT]
         self.last_hot = 0.0
+        self.tracers = {}  # set at configure: what was already there (coverage) is not the code under test's
         self.repo = os.path.realpath(CONFIG.get("repo") or os.getcwd())
         self.patched = set(CONFIG.get("patched") or ())
         self.config = None
@@ -194,13 +195,16 @@ class _Probe(object):
             if now is original:
                 code = self.codes.get(key)
                 if code is not None and original.__code__ is not code:  # the same function, its code swapped
-                    verdict = self._file_verdict(original.__code__.co_filename) or ("unknown", "")
-                    self.machinery("replaced", "%s.%s: its __code__ swapped, %s" % (key + (verdict[1],)))
+                    verdict = self._file_verdict(original.__code__.co_filename) or ("unknown", "from installed code")
+                    kind = "note:replaced" if verdict[0] == "repo" else "replaced"
+                    self.machinery(kind, "%s.%s: its __code__ swapped, %s" % (key + (verdict[1],)))
                 continue
             # pytest's own plugins (legacypath) and installed plugins patch pytest too: what replaced it decides.
             verdict = self._origin(now)
             if verdict is not None:
-                self.machinery("replaced", "%s.%s replaced after the grader's probe loaded, %s" % (key + (verdict[1],)))
+                # The repository's own unpatched source doing it is the repository's business (a note).
+                kind = "note:replaced" if verdict[0] == "repo" else "replaced"
+                self.machinery(kind, "%s.%s replaced after the grader's probe loaded, %s" % (key + (verdict[1],)))
 
     def _origin(self, value):
         """_file_verdict of the code `value` runs (a function, method, property, partial, or class), or
@@ -230,8 +234,9 @@ class _Probe(object):
         self.record.problem(("note:" if CONFIG.get("runner_is_code") else "") + kind, detail)
 
     def _file_verdict(self, path):
-        """("new" | "generated" | "repo", detail) for a function's source file, or None when it is neither
-        written during the run, nor generated, nor the repository's own source (site-packages, conftest, tests)."""
+        """("new" | "generated" | "patched" | "repo", detail) for a function's source file, or None when it is
+        neither written during the run, nor generated, nor the repository's own source (site-packages, conftest,
+        tests). "patched": a file of the model patch; "repo": the repository's source as it was."""
         if path in self.checked_files:
             return self.checked_files[path]
         verdict = None
@@ -245,7 +250,8 @@ class _Probe(object):
             if self.record.start_ns and st.st_ctime_ns > self.record.start_ns:
                 verdict = ("new", "defined in %s, written during the test run" % (rel or path))
             elif rel is not None and not _is_test_path(rel):
-                verdict = ("repo", "defined in %s%s" % (rel, ", a file of the model patch" if rel in self.patched else ""))
+                verdict = ("patched", "defined in %s, a file of the model patch" % rel) if rel in self.patched \
+                    else ("repo", "defined in %s" % rel)
         self.checked_files[path] = verdict
         return verdict
 
@@ -268,8 +274,11 @@ class _Probe(object):
                 if code is None or code.co_filename == __file__:
                     continue
                 verdict = self._file_verdict(code.co_filename)
-                if verdict is None or (verdict[0] == "repo" and id(impl.plugin) not in self.late_plugins):
-                    continue  # pytest's, an installed plugin's (a plugin repository's own: the code under test)
+                # The repository's own plugins as they were (pytest_plugins of its conftest), and a plugin
+                # repository's installed plugin (the code under test, even patched), are not the patch's hooks.
+                if verdict is None or verdict[0] == "repo" or (verdict[0] == "patched"
+                                                               and id(impl.plugin) not in self.late_plugins):
+                    continue
                 self.machinery("hookimpl", "%s implemented by %s, registered by the code under test: %s"
                                % (hook_name, code.co_name, verdict[1]))
 
@@ -315,9 +324,22 @@ class _Probe(object):
                 verdict = self._file_verdict(path) if path else ("generated", "defined in generated code")
                 if verdict is not None:
                     # Vendored six and lazy loaders add finders legitimately: the repository's own source is a note.
-                    kind = "note:import_hook" if verdict[0] == "repo" and "model patch" not in verdict[1] \
-                        else "import_hook"
+                    kind = "note:import_hook" if verdict[0] == "repo" else "import_hook"
                     self.machinery(kind, "%s gained a %s: %s" % (label, cls.__name__, verdict[1]))
+
+    def check_tracers(self):
+        """A trace or profile function installed by the code under test can jump over a test's asserts
+        (frame.f_lineno) without touching pytest; coverage's, installed before the run, is not one."""
+        import threading
+
+        for label, now in (("sys.settrace", sys.gettrace()), ("sys.setprofile", sys.getprofile()),
+                           ("threading.settrace", getattr(threading, "_trace_hook", None)),
+                           ("threading.setprofile", getattr(threading, "_profile_hook", None))):
+            if now is None or now is self.tracers.get(label):
+                continue
+            verdict = self._origin(now)
+            if verdict is not None and verdict[0] != "repo":
+                self.machinery("tracer", "%s installed a %s, %s" % (label, type(now).__name__, verdict[1]))
 
     def checkpoint(self, full):
         now = time.monotonic()
@@ -329,6 +351,7 @@ class _Probe(object):
                 self.check_quick(self.views, self.all_codes)
             else:
                 self.check_quick(self.hot_views, self.hot_codes)
+            self.check_tracers()
             if self.config is not None:
                 self.check_hookimpls(None if full else _KEY_HOOKS)
                 self.check_instances()
@@ -395,8 +418,9 @@ def _audit_hook(probe):
             if (full + os.sep).startswith(grader) or full.startswith(_GRADER_PREFIX):
                 if not _benign_reader():
                     probe.record.problem("probe", "%s %s (a grader file)" % (event, path))
-            elif full.startswith("/proc/") and full.endswith(("/environ", "/mem")):
-                probe.record.problem("probe", "%s %s (a process's memory or environment)" % (event, path))
+            elif full.startswith("/proc/") and (full.endswith(("/environ", "/mem"))
+                                                 or (event == "open" and full.rsplit("/", 2)[-2:-1] == ["fd"])):
+                probe.record.problem("probe", "%s %s (a process's memory, environment or open files)" % (event, path))
             elif full.startswith(repo) and (event == "open" or event in _CHANGING):
                 rel = full[len(repo):]
                 if event == "open":
@@ -463,6 +487,11 @@ def _configure(config):
         return  # an inner session (pytester): not the graded one
     _PROBE.config = config
     _PROBE.trusted_phase = False
+    import threading
+
+    _PROBE.tracers = {"sys.settrace": sys.gettrace(), "sys.setprofile": sys.getprofile(),
+                      "threading.settrace": getattr(threading, "_trace_hook", None),
+                      "threading.setprofile": getattr(threading, "_profile_hook", None)}
     _PROBE.snapshot_instances()
     option = config.option
     # The audit hook runs for every audited event, and a trace function (coverage) makes every traced frame

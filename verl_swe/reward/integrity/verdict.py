@@ -18,6 +18,7 @@ from verl_swe.reward.patch_guard import is_test_path
 
 _SHOWN = 5
 _PROBLEM_CHECK = {"replaced": "machinery", "hookimpl": "machinery", "import_hook": "machinery", "skip": "machinery",
+                  "tracer": "machinery",
                   "probe": "probe",
                   "test_write": "files", "exec": "exit", "internal": "record"}
 # Files a test run has no business writing: they decide what pytest or Python load (cf. patch_guard).
