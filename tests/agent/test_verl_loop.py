@@ -5,6 +5,7 @@ import hydra
 import pytest
 from omegaconf import OmegaConf
 
+from verl_swe.agent.trajectories import load_trajectories
 from verl_swe.testing.scripted import ScriptedLLM, ScriptedServerManager
 from verl_swe.testing.tokenizer import qwen_tokenizer
 from tests.agent.test_swe_agent import ORACLE, PAGER
@@ -37,10 +38,10 @@ def test_the_plugin_registers_swe_agent():
     assert _agent_loop_registry["swe_agent"]["_target_"] == "verl_swe.agent.verl_loop.SWEAgentLoop"
 
 
-async def test_a_dataset_row_becomes_a_scored_agent_loop_output(session_backend, task_envs, mini_tasks):
+async def test_a_dataset_row_becomes_a_scored_agent_loop_output(session_backend, task_envs, mini_tasks, tmp_path):
     tok = qwen_tokenizer()
     llm = ScriptedLLM(tok, tok.convert_tokens_to_ids("<|im_end|>"), ORACLE)
-    loop = build_loop(entry_for(session_backend, task_envs), llm)
+    loop = build_loop(entry_for(session_backend, task_envs, trajectory_dir=str(tmp_path)), llm)
     params = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": True}
     out = await loop.run(params, raw_prompt=[], agent_name="swe_agent", index=0,
                          extra_info={"task": mini_tasks[PAGER].model_dump_json()})
@@ -50,6 +51,8 @@ async def test_a_dataset_row_becomes_a_scored_agent_loop_output(session_backend,
     assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
     # the weight version every turn was sampled with: verl's trainer reads both keys of every sample
     assert out.extra_fields["min_global_steps"] == out.extra_fields["max_global_steps"] == 1
+    [saved] = load_trajectories(tmp_path)  # and the trajectory says which policy sampled it (the viewer's steps)
+    assert saved.metadata["policy_version"] == 1
     assert [t for t, m in zip(out.response_ids, out.response_mask) if m] == llm.generated
     sent = loop.server_manager.sampling_params[0]
     assert sent["logprobs"] is True and sent["temperature"] == 1.0 and sent["max_tokens"] == 4096

@@ -56,6 +56,9 @@ class AgentRunner:
 
         def save(traj: Trajectory) -> None:  # every episode, cancelled ones included (marked: not settled)
             traj.metadata.update(metadata)
+            versions = getattr(llm, "weight_versions", None)  # verl's server: the weights' global step per turn
+            if versions:
+                traj.metadata["policy_version"] = max(versions)
             if self.config.trajectory_dir is not None:
                 save_trajectory(self.config.trajectory_dir, traj)
 
