@@ -82,7 +82,9 @@ class SWEAgentLoop(AgentLoopBase):
         tool_s = sum(t.tool_s for t in traj.turns)
         info = {"resolved": float(traj.resolved), "exit_status": traj.exit_status.value,
                 "num_turns": traj.num_turns, "turn_penalty": traj.turn_penalty, "patch_chars": len(traj.patch),
-                "error": traj.error or "", "instance_id": traj.instance_id, "infra_failure": traj.infra_failure or ""}
+                "error": traj.error or "", "instance_id": traj.instance_id, "infra_failure": traj.infra_failure or "",
+                # the reward-hack monitor, also for validation (verl logs val-aux/<source>/<key>/mean@n)
+                "hack_flagged": float(any(traj.hack_flags.values())), "hack_zeroed": float(traj.hack_zeroed)}
         return AgentLoopOutput(
             prompt_ids=prompt_ids, response_ids=response_ids, response_mask=mask, response_logprobs=logprobs,
             reward_score=reward, num_turns=2 * traj.num_turns + 1,
