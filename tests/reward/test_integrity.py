@@ -175,6 +175,24 @@ def test_a_module_that_cannot_be_imported_exempts_its_sentinels(tmp_path):
     assert not report.tampered and any("collecting it failed" in n for n in report.notes)
 
 
+def test_a_module_mark_or_fixture_that_skips_or_fails_setup_exempts_its_sentinels(tmp_path):
+    # `pytestmark = pytest.mark.skipif(...)` or an autouse fixture that errors: the module's tests and the
+    # sentinels fail their setup alike, an honest run either way.
+    r = Run(tmp_path)
+    r.rec.write("start")
+    r.rec.write("configure", python_functions=["test"], tbstyle="short", xdist=False)
+    r.rec.write("collect", nodeid="tests/test_a.py", outcome="passed", crash="")
+    outcomes = {F2P: "skipped", P2P: "skipped", **{f"{s.file}::{s.name}": "skipped" for s in r.run.sentinels}}
+    for nodeid in outcomes:
+        r.rec.write("test", nodeid=nodeid, when="setup", outcome="skipped", made=True, made_outcome="skipped",
+                    raw="Skipped", raw_skip=True, wasxfail=False, crash="")
+    r.rec.write("sessionfinish", exitstatus=0)
+    r.rec.write("end")
+    report = r.judge(outcomes, exit_code=0)
+    assert not report.tampered, report.reasons
+    assert sum("its setup skipped" in n for n in report.notes) == len(r.run.sentinels)
+
+
 def test_a_session_that_never_ended_and_an_exit_code_it_did_not_give(tmp_path):
     r = Run(tmp_path)
     r.session(r.honest(fixed=False), ended=False)

@@ -201,6 +201,14 @@ def _check_sentinels(run, got, sessions, rec_map, rep, log_text, log_status) -> 
         if sessions and not _collects_functions(sessions, s.name):
             rep.notes.append(f"sentinels in {file} not expected: python_functions does not collect test_*")
             continue
+        setup = _setup_outcome(sessions, s)
+        if setup not in (None, "passed"):
+            # The sentinels use no fixtures: a setup that fails or skips is the module's (an autouse fixture, a
+            # pytestmark skipif), and it fails or skips the module's own tests alike. A hook doing it is caught
+            # by the machinery checks.
+            rep.notes.append(f"sentinel {s.name} in {file} not expected: its setup {setup} (the module's fixtures "
+                             "or marks)")
+            continue
         want = "FAILED" if s.must_fail else "PASSED"
         in_log = next((v for k, v in log_status.items() if s.matches(k)), None)
         in_rec = next((v for k, v in rec_map.items() if s.matches(k)), None)
@@ -215,6 +223,12 @@ def _check_sentinels(run, got, sessions, rec_map, rep, log_text, log_status) -> 
             bad.append(f"{what}: its failure message is missing from pytest's report (the report was rewritten)")
     if bad:
         rep.reason("sentinel", "sentinel tests got the wrong outcome: " + _listed(bad))
+
+
+def _setup_outcome(sessions: list[Session], s) -> str | None:
+    """The outcome of the sentinel's setup phase as pytest's runner made it (a passing setup is not recorded)."""
+    return next((t["outcome"] for x in sessions for t in x.tests
+                 if t["when"] == "setup" and t["made"] and s.matches(t["nodeid"])), None)
 
 
 def _nonce_recorded(sessions: list[Session], s) -> bool:
