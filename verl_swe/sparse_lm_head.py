@@ -3,17 +3,18 @@
 verl's FSDP engine computes the vocabulary projection and log-softmax at every position of every sequence,
 then masks all but the trained ones. An SWE trajectory is mostly prompt and observations: the action tokens
 (response_mask = 1) are ~15-30% of a tiny CPU episode and a few percent of a 131k-token one, while the head
-(152k x hidden) is the largest single matmul per token. This patch passes Hugging Face's own
-`logits_to_keep` (a tensor of positions) to the model, so the head runs only where verl's loss reads a
-log-prob, and scatters the result back to verl's layout; every other position holds 0, which every consumer
+(152k x hidden) is the largest matmul per token and its logits the largest activation (rows x positions x
+152k floats: 14 GB for one 4k-token CPU micro-batch's log-prob pass, which Ray's memory monitor killed).
+
+A forward pre-hook on the model's output embedding hands it only the hidden states of the kept positions (an
+exact (row, column) gather, in the packed and in the padded layout), and the log-probs and entropies computed
+from those logits are scattered back to verl's layout; every other position holds 0, which every consumer
 masks out (ppo_loss and the entropy/KL/mismatch metrics use `response_mask`, sft_loss uses `loss_mask`).
+Log-probs, entropies and gradients at the kept positions equal the full head's
+(tests/platform/test_sparse_lm_head.py); timings are in bench/README.md, "CPU pipeline".
 
-Measured on the 2-core CPU (bench/README.md, "CPU pipeline"): the head's forward+backward at 2,048 tokens
-takes ~3.8 s of the ~4 s a tiny-model step spends per 2k tokens. Log-probs and gradients at the kept
-positions equal the full head's (tests/platform/test_sparse_lm_head.py).
-
-It applies where the mapping is exact and falls back to verl's path otherwise: Ulysses sequence parallel,
-packed-length padding, fused kernels, distillation and sum(pi^2) are left to verl. `VERL_SWE_SPARSE_LM_HEAD=0`
+It applies where that mapping is exact and falls back to verl's path otherwise: Ulysses sequence parallel,
+packed-length padding, fused kernels, distillation, sum(pi^2), multimodal inputs. `VERL_SWE_SPARSE_LM_HEAD=0`
 turns it off. Patched right after verl's transformer_impl module executes (verl_swe/import_hooks.py).
 """
 
@@ -61,12 +62,10 @@ def kept_positions(micro_batch) -> torch.Tensor | None:
     return torch.unique(kept)  # sorted
 
 
-def _takes_logits_to_keep(module) -> bool:
-    """Hugging Face causal LMs take `logits_to_keep` (an int, or a tensor of positions) in transformers 5."""
-    import inspect
-
-    inner = getattr(module, "_fsdp_wrapped_module", module)
-    return "logits_to_keep" in inspect.signature(type(inner).forward).parameters
+def _output_embedding(module):
+    inner = getattr(module, "_fsdp_wrapped_module", module)  # FSDP1 wraps; FSDP2 keeps the module
+    get = getattr(inner, "get_output_embeddings", None)
+    return get() if get is not None else None
 
 
 def _applies(engine, micro_batch) -> bool:
@@ -76,7 +75,24 @@ def _applies(engine, micro_batch) -> bool:
     return (enabled() and not engine.use_ulysses_sp and not flag("use_fused_kernels")
             and not flag("distillation_use_topk") and not flag("distillation_only")
             and not flag("calculate_sum_pi_squared") and "multi_modal_inputs" not in micro_batch.keys()
-            and _takes_logits_to_keep(engine.module))
+            and isinstance(_output_embedding(engine.module), torch.nn.Module))
+
+
+def _install_hook(engine) -> None:
+    """Once per engine: the output embedding sees only the (row, column) hidden states the next forward
+    asked for (`engine._verl_swe_head_index`), as a (1, kept, hidden) batch."""
+    if getattr(engine, "_verl_swe_hooked", None) is engine.module:
+        return
+
+    def select(_module, args):
+        index = engine.__dict__.pop("_verl_swe_head_index", None)
+        if index is None:
+            return None
+        hidden = args[0]
+        return (hidden[index].unsqueeze(0), *args[1:])
+
+    _output_embedding(engine.module).register_forward_pre_hook(select)
+    engine._verl_swe_hooked = engine.module
 
 
 def _patch(transformer_impl) -> None:
@@ -91,29 +107,29 @@ def _patch(transformer_impl) -> None:
         if kept is None:
             return model_inputs, output_args
         offsets = micro_batch["input_ids"].offsets()
-        if "temperature_rmpad" in output_args:  # packed (1, total_nnz)
-            columns, index = kept, (torch.zeros_like(kept), torch.arange(kept.numel(), device=kept.device))
-        else:  # padded (bsz, max_seq_len): one set of columns for the batch, the union of every row's
+        if "temperature_rmpad" in output_args:  # packed: one row of total_nnz positions
+            index = (torch.zeros_like(kept), kept)
+        else:  # padded: (bsz, max_seq_len), sequence i's position p at (i, p - offsets[i])
             rows = torch.searchsorted(offsets, kept, right=True) - 1
-            cols = kept - offsets[rows]
-            columns = torch.unique(cols)
-            index = (rows, torch.searchsorted(columns, cols))
-        model_inputs["logits_to_keep"] = columns
+            index = (rows, kept - offsets[rows])
+        _install_hook(self)
+        self._verl_swe_head_index = index
         output_args[_KEY] = (kept, index, offsets)
         return model_inputs, output_args
 
     def prepare_model_outputs(self, output, output_args, micro_batch, logits_processor_func):
+        self.__dict__.pop("_verl_swe_head_index", None)  # a forward that never reached the head
         if _KEY not in output_args:
             return original_outputs(self, output, output_args, micro_batch, logits_processor_func)
         from verl.utils import tensordict_utils as tu
         from verl.utils.torch_functional import entropy_from_logits, logprobs_from_logits
 
-        kept, index, offsets = output_args[_KEY]
-        logits = output.logits[index]  # (kept, vocab)
+        kept, (rows, _), offsets = output_args[_KEY]
+        logits = output.logits.squeeze(0)  # (kept, vocab): the hook gave the head only these positions
         if "temperature_rmpad" in output_args:
             temperature = output_args["temperature_rmpad"][kept]
         else:
-            temperature = output_args["temperature"].to(logits.dtype)[index[0]]
+            temperature = output_args["temperature"].to(logits.dtype)[rows]
         logits = logits / temperature.unsqueeze(-1)
         labels = output_args["input_ids_rmpad_rolled"][kept]
         total = output_args["input_ids_rmpad_rolled"].shape[0]

@@ -73,7 +73,7 @@ def forward(engine, batch: TensorDict) -> dict:
     engine.module.zero_grad()
     inputs, args = engine.prepare_model_inputs(batch)
     out = engine.prepare_model_outputs(engine.module(**inputs, use_cache=False), args, batch, None)
-    return {"kept": "logits_to_keep" in inputs, "log_probs": out["log_probs"].values(),
+    return {"kept": sparse._KEY in args, "log_probs": out["log_probs"].values(),
             "entropy": out["entropy"].values()}
 
 
@@ -108,6 +108,7 @@ def test_matches_the_full_head_where_a_loss_reads_it(engine, make, remove_paddin
     torch.testing.assert_close(sparse_["log_probs"][used], full["log_probs"][used])
     torch.testing.assert_close(sparse_["entropy"][used], full["entropy"][used])
     assert torch.all(sparse_["log_probs"][~used] == 0)  # never read; the head did not run there
+    assert "_verl_swe_head_index" not in engine.__dict__  # consumed by the forward that asked for it
     assert sparse_["grads"].keys() == full["grads"].keys() and full["grads"]
     for name, grad in full["grads"].items():
         torch.testing.assert_close(sparse_["grads"][name], grad, msg=name)
