@@ -27,6 +27,7 @@ import torch
 from verl_swe.import_hooks import after_import
 
 _KEY = "verl_swe_kept_positions"
+TEXT_INPUTS = {"input_ids", "attention_mask", "position_ids", "cu_seqlens", "cu_seqlens_cpu"}
 
 
 def enabled() -> bool:
@@ -36,18 +37,19 @@ def enabled() -> bool:
 def kept_positions(micro_batch) -> torch.Tensor | None:
     """Flat positions (in verl's packed order, sequence after sequence) whose log-prob a loss reads.
 
-    SFT batches carry a nested `loss_mask` over the whole sequence; sft_loss reads log_prob[p] where
-    loss_mask[p + 1] is set (it rolls the mask left by one). RL batches carry `loss_mask` = response_mask
-    over the padded responses; verl maps response token j of a sequence back to the packed position that
-    predicts it with `no_padding_2_padding`, so the same function applied to the positions themselves gives
-    the map."""
+    Three layouts carry `loss_mask`. SFT: nested over the whole sequence (its offsets are input_ids'), and
+    sft_loss reads log_prob[p] where loss_mask[p + 1] is set (it rolls the mask left by one). RL: the response
+    mask over the responses only, nested (the v1 trainer, one row per TransferQueue sample) or padded (the
+    legacy trainer); verl maps response token j of a sequence back to the packed position that predicts it with
+    `no_padding_2_padding`, so the same function applied to the positions themselves gives the map."""
     from verl.workers.utils.padding import no_padding_2_padding
 
     loss_mask = micro_batch.get("loss_mask", None)
     if loss_mask is None:
         return None
-    total = micro_batch["input_ids"].values().shape[0]
-    if loss_mask.is_nested:
+    input_ids = micro_batch["input_ids"]
+    total = input_ids.values().shape[0]
+    if loss_mask.is_nested and torch.equal(loss_mask.offsets(), input_ids.offsets()):
         rolled = torch.roll(loss_mask.values(), shifts=-1, dims=0)
         kept = rolled.nonzero().flatten()
     else:
@@ -55,6 +57,8 @@ def kept_positions(micro_batch) -> torch.Tensor | None:
             return None
         positions = torch.arange(total, device=loss_mask.device)
         by_response = no_padding_2_padding(positions, micro_batch)  # (bsz, max_response_len), padded with 0
+        if loss_mask.is_nested:
+            loss_mask = torch.nested.to_padded_tensor(loss_mask, 0, output_size=tuple(by_response.shape))
         kept = by_response[loss_mask.bool()]
     if kept.numel() == 0:
         # An all-masked micro-batch (verl pads batches with such rows) still needs a graph for backward.
@@ -74,8 +78,7 @@ def _applies(engine, micro_batch) -> bool:
     flag = lambda key, default=False: tu.get_non_tensor_data(data=micro_batch, key=key, default=default)  # noqa: E731
     return (enabled() and not engine.use_ulysses_sp and not flag("use_fused_kernels")
             and not flag("distillation_use_topk") and not flag("distillation_only")
-            and not flag("calculate_sum_pi_squared") and "multi_modal_inputs" not in micro_batch.keys()
-            and isinstance(_output_embedding(engine.module), torch.nn.Module))
+            and not flag("calculate_sum_pi_squared") and isinstance(_output_embedding(engine.module), torch.nn.Module))
 
 
 def _install_hook(engine) -> None:
@@ -101,7 +104,8 @@ def _patch(transformer_impl) -> None:
 
     def prepare_model_inputs(self, micro_batch):
         model_inputs, output_args = original_inputs(self, micro_batch)
-        if not _applies(self, micro_batch) or output_args.get("pad_size", 0):
+        if (not _applies(self, micro_batch) or output_args.get("pad_size", 0)
+                or set(model_inputs) - TEXT_INPUTS):  # multimodal inputs: left to verl
             return model_inputs, output_args
         kept = kept_positions(micro_batch)
         if kept is None:

@@ -59,6 +59,21 @@ def rl_batch(remove_padding: bool) -> TensorDict:
     return _flags(left_right_2_no_padding(td), remove_padding, temperature=0.7)
 
 
+def rl_v1_batch(remove_padding: bool) -> TensorDict:
+    """The v1 trainer's layout (verl/trainer/ppo/v1/agent_loop_tq.py): one row per TransferQueue sample, every
+    field nested, loss_mask = response_mask over the response only."""
+    g = torch.Generator().manual_seed(3)
+    prompts = [torch.randint(1, VOCAB, (n,), generator=g) for n in (4, 7)]
+    responses = [torch.randint(1, VOCAB, (n,), generator=g) for n in (9, 5)]
+    masks = [torch.tensor([1, 1, 0, 0, 0, 1, 1, 1, 1]), torch.tensor([0, 1, 1, 0, 1])]
+    nested = lambda xs: torch.nested.as_nested_tensor(xs, layout=torch.jagged)  # noqa: E731
+    ids = [torch.cat([p, r]) for p, r in zip(prompts, responses)]
+    td = TensorDict({"input_ids": nested(ids), "position_ids": nested([torch.arange(len(i)) for i in ids]),
+                     "prompts": nested(prompts), "responses": nested(responses), "loss_mask": nested(masks),
+                     "response_mask": nested(masks)}, batch_size=2)
+    return _flags(td, remove_padding, temperature=0.7)
+
+
 def sft_batch(remove_padding: bool) -> TensorDict:
     g = torch.Generator().manual_seed(2)
     lengths, masks = [7, 11], [[0, 0, 0, 1, 1, 0, 1], [0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1]]
@@ -80,15 +95,18 @@ def forward(engine, batch: TensorDict) -> dict:
 def used_positions(batch: TensorDict) -> torch.Tensor:
     """Where the losses read log-probs: sft_loss rolls loss_mask left by one; ppo_loss slices responses."""
     mask = batch["loss_mask"]
-    if mask.is_nested:
+    if mask.is_nested and "prompts" not in batch:
         return torch.roll(mask.values(), -1).bool()
     total = batch["input_ids"].values().shape[0]
     used = torch.zeros(total, dtype=torch.bool)
-    used[no_padding_2_padding(torch.arange(total), batch)[mask.bool()]] = True
+    by_response = no_padding_2_padding(torch.arange(total), batch)
+    if mask.is_nested:
+        mask = torch.nested.to_padded_tensor(mask, 0, output_size=tuple(by_response.shape))
+    used[by_response[mask.bool()]] = True
     return used
 
 
-@pytest.mark.parametrize("make", [rl_batch, sft_batch], ids=["rl", "sft"])
+@pytest.mark.parametrize("make", [rl_batch, rl_v1_batch, sft_batch], ids=["rl", "rl-v1", "sft"])
 @pytest.mark.parametrize("remove_padding", [False, True], ids=["padded", "packed"])
 def test_matches_the_full_head_where_a_loss_reads_it(engine, make, remove_padding, monkeypatch):
     batch = make(remove_padding)
