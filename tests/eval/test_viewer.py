@@ -126,3 +126,32 @@ def test_model_output_stays_text(chromium, site):
 def test_reasoning_is_the_turn_without_its_action():
     assert reasoning_of("Look first.\n```command\nls\n```") == "Look first."
     assert reasoning_of('Hm.\n<tool_call>{"name": "bash"}</tool_call>') == "Hm."
+
+
+@pytest.fixture
+def rl_site(make_run, tmp_path):
+    """A training run's trajectories: each carries the policy step that sampled it (agent/runner.py)."""
+    from verl_swe.agent.trajectories import load_trajectories, save_trajectory
+
+    run_dir = make_run(MATRIX, statuses={("django__django-2", 1): ExitStatus.FORMAT_ERRORS})
+    for t in load_trajectories(run_dir):
+        t.metadata["policy_version"] = 1 if t.instance_id.startswith("django") else 10
+        save_trajectory(run_dir, t)
+    r = subprocess.run([sys.executable, "-m", "verl_swe.cli", "view", run_dir, "--out", tmp_path / "site"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return tmp_path / "site" / "index.html"
+
+
+def test_a_training_run_shows_its_learning_per_step(chromium, rl_site):
+    html = dom(chromium, rl_site)
+    steps = re.findall(r'<tr class="step-row" data-step="(\d+)"><td><a [^>]*>\d+</a></td><td>(\d+)</td>'
+                       r'<td>([-\d.]+)</td><td>([\d.]+)</td><td>([\d.]+)</td><td>([\d.]+)</td></tr>', html)
+    # step 1: django's two unresolved runs, one ended by format errors; step 10: astropy, one of two resolved
+    assert [(s, n, res, fmt) for s, n, _, res, fmt, _ in steps] == [("1", "2", "0.0", "50.0"), ("10", "2", "50.0", "0.0")]
+    assert sorted(rows(dom(chromium, rl_site, "#step=10"))) == [("astropy__astropy-1", "0"), ("astropy__astropy-1", "1")]
+    assert '<section id="steps" hidden=""' in dom(chromium, rl_site, "#traj=0")  # a trajectory's page: no table
+
+
+def test_an_eval_run_has_no_step_table(chromium, site):
+    assert '<section id="steps" hidden=""' in dom(chromium, site)

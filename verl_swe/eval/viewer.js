@@ -39,22 +39,37 @@ function renderSummary() {
   }
 }
 
-function fillSelect(id, values) {
+function renderSteps() {
+  // A training run: its learning curve as a table (reward, resolved, format errors, turns per policy step).
+  const steps = INDEX.steps || [];
+  if (!steps.length) return;
+  byId("step-rows").replaceChildren(...steps.map((x) => {
+    const tr = el("tr", {class: "step-row", "data-step": x.step},
+      el("td", {}, el("a", {href: "#step=" + x.step, text: x.step})), el("td", {text: x.episodes}),
+      el("td", {text: x.reward.toFixed(3)}), el("td", {text: pct(x.resolved)}),
+      el("td", {text: pct(x.format_errors)}), el("td", {text: x.turns.toFixed(1)}));
+    tr.addEventListener("click", (ev) => { if (ev.target.tagName !== "A") setState({step: x.step}); });
+    return tr;
+  }));
+}
+
+function fillSelect(id, values, compare) {
   const sel = byId(id);
-  for (const v of [...new Set(values)].sort()) sel.append(el("option", {value: v, text: v}));
+  for (const v of [...new Set(values)].sort(compare)) sel.append(el("option", {value: v, text: v}));
   sel.addEventListener("change", () => setState({[sel.dataset.key]: sel.value}));
 }
 
 function renderList() {
   const s = state(), f = {resolved: s.get("resolved") || "", exit: s.get("exit") || "", repo: s.get("repo") || "",
-                          hack: s.get("hack") || "", q: (s.get("q") || "").toLowerCase()};
+                          hack: s.get("hack") || "", step: s.get("step") || "", q: (s.get("q") || "").toLowerCase()};
   byId("f-resolved").value = f.resolved; byId("f-exit").value = f.exit; byId("f-repo").value = f.repo;
-  byId("f-hack").value = f.hack;
+  byId("f-hack").value = f.hack; byId("f-step").value = f.step;
   if (byId("f-q").value.toLowerCase() !== f.q) byId("f-q").value = s.get("q") || "";
   const shown = INDEX.rows.filter((r) =>
     (f.resolved === "" || String(Number(r.resolved)) === f.resolved) && (f.exit === "" || r.exit_status === f.exit) &&
     (f.repo === "" || r.repo === f.repo) && (f.q === "" || r.instance_id.toLowerCase().includes(f.q)) &&
-    (f.hack === "" || String(Number((r.hack || []).length > 0)) === f.hack));
+    (f.hack === "" || String(Number((r.hack || []).length > 0)) === f.hack) &&
+    (f.step === "" || String(r.step) === f.step));
   const body = byId("rows");
   body.replaceChildren(...shown.map((r) => {
     const tr = el("tr", {"data-id": r.id, class: "row"},
@@ -162,6 +177,7 @@ window.VERL_SWE_TRAJ = (t) => { if (String(state().get("traj")) === String(t.id)
 
 function route() {
   const id = state().get("traj");
+  byId("steps").hidden = id !== null || !(INDEX.steps || []).length;
   if (id === null) { byId("detail").hidden = true; byId("list").hidden = false; renderList(); return; }
   if (!/^\d+$/.test(id)) return;
   const d = byId("detail"); d.replaceChildren(el("p", {text: "loading…"})); d.hidden = false; byId("list").hidden = true;
@@ -175,7 +191,11 @@ byId("f-resolved").addEventListener("change", (e) => setState({resolved: e.targe
 byId("f-hack").addEventListener("change", (e) => setState({hack: e.target.value}));
 fillSelect("f-exit", INDEX.rows.map((r) => r.exit_status));
 fillSelect("f-repo", INDEX.rows.map((r) => r.repo));
+byId("f-step").dataset.key = "step";
+fillSelect("f-step", INDEX.rows.filter((r) => r.step !== null && r.step !== undefined).map((r) => String(r.step)),
+           (a, b) => Number(a) - Number(b));
 byId("f-q").addEventListener("input", (e) => setState({q: e.target.value}));
 renderSummary();
+renderSteps();
 window.addEventListener("hashchange", route);
 route();

@@ -44,7 +44,25 @@ def _row(n: int, traj: Trajectory, path: Path, run_dir: Path) -> dict:
         "context_tokens": traj.prompt_tokens + traj.response_tokens,
         "patch_lines": traj.patch.count("\n"), "error": traj.error or "", "file": str(path.relative_to(run_dir)),
         "hack": sorted(f for f, evidence in traj.hack_flags.items() if evidence), "hack_zeroed": traj.hack_zeroed,
+        "step": traj.metadata.get("policy_version"),  # RL trajectories: the weights' step (agent/runner.py)
     }
+
+
+def step_summary(rows: list[dict]) -> list[dict]:
+    """A training run's learning, per policy step: episodes, mean reward, resolve rate, share ended by format
+    errors, mean turns (over the trajectories on disk that carry a step)."""
+    by_step: dict[int, list[dict]] = {}
+    for r in rows:
+        if r["step"] is not None:
+            by_step.setdefault(int(r["step"]), []).append(r)
+
+    def mean(xs) -> float:
+        return round(sum(xs) / len(xs), 4)
+
+    return [{"step": step, "episodes": len(rs), "reward": mean([r["reward"] for r in rs]),
+             "resolved": mean([float(r["resolved"]) for r in rs]),
+             "format_errors": mean([float(r["exit_status"] == "format_errors") for r in rs]),
+             "turns": mean([r["turns"] for r in rs])} for step, rs in sorted(by_step.items())]
 
 
 def _detail(traj: Trajectory, row: dict) -> dict:
@@ -87,7 +105,8 @@ def build_site(run_dir: Path, out: Path | None = None, repos: dict[str, str] | N
         except ValueError as e:
             run.errors.append(LoadError(report_path, f"{type(e).__name__}: {e}"))
     index = {"run_dir": str(run_dir), "rows": rows, "errors": [{"path": str(e.path), "reason": e.reason}
-                                                                for e in run.errors], "report": report}
+                                                                for e in run.errors], "report": report,
+             "steps": step_summary(rows)}
     write_text_atomic(data_dir / "index.js", _js("window.VERL_SWE_INDEX", index))
     assets = resources.files("verl_swe.eval")
     write_text_atomic(out / "viewer.js", assets.joinpath("viewer.js").read_text(encoding="utf-8"))
