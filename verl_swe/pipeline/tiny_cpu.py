@@ -44,6 +44,9 @@ class Options:
     rft_epochs: int = 40
     rl_steps: int = 4
     eval_runs: int = 4          # episodes per task in each evaluation (pass@1 over runs, pass@k); 0 skips them
+    # vLLM's sampling seed in evaluations: not the rollouts' (rollout.seed), so evaluation episodes are held out
+    # from training even on the training tasks
+    eval_seed: int = 1000
     tasks: int = 0              # first N envs/mini tasks; 0 = all
     hidden_size: int = 128
     layers: int = 2
@@ -142,14 +145,17 @@ class Pipeline:
         runner = self.runner(run_dir)
         try:
             sampling = Sampling(max_tokens=runner.limits.max_new_tokens)
-            with vllm_server(model_dir, MODEL_NAME, self.context_tokens(), self.out / "logs" / f"vllm-{name}.log") as url:
+            # the RL rollouts' dtype (swe_dapo_tiny_cpu.yaml): evaluation samples the policy training sampled
+            with vllm_server(model_dir, MODEL_NAME, self.context_tokens(), self.out / "logs" / f"vllm-{name}.log",
+                             seed=self.o.eval_seed, dtype=str(self.rl_config.actor_rollout_ref.rollout.dtype)) as url:
                 asyncio.run(rollout_at(url, MODEL_NAME, self.tasks, runner, sampling, self.o.eval_runs, run_dir,
                                        workers=4, model_name=name))
         finally:
             runner.close()
         report = build_report(read_run(run_dir), runs=self.o.eval_runs)
         write_report(report, run_dir / "report.json")
-        return {"model": str(model_dir), "pass@1": report["pass@1"], "pass@1_sem": report["pass@1_sem"],
+        return {"model": str(model_dir), "seed": self.o.eval_seed, "pass@1": report["pass@1"],
+                "pass@1_sem": report["pass@1_sem"],
                 f"pass@{self.o.eval_runs}": report["pass@k"][str(self.o.eval_runs)],
                 "exit_status": report["exit_status"]}
 
