@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from verl_swe.agent.tokens import ChatTokens
+from verl_swe.algo.advantages import group_advantages, zero_advantage_groups
 from verl_swe.rft.read import read_run_dir
 from verl_swe.rft.render import sft_example, token_ids
 from verl_swe.types import Trajectory
@@ -28,13 +29,10 @@ def checkpoint(rl_dir: Path, step: int) -> Path:
     return rl_dir / f"global_step_{step}" / "actor" / "huggingface"
 
 
-def _trained_on(rl_dir: Path, step: int) -> dict[str, list[Trajectory]]:
-    groups: dict[str, list[Trajectory]] = {}
-    for _, traj in read_run_dir(rl_dir):
-        if (isinstance(traj, Trajectory) and traj.metadata.get("policy_version") == step - 1
-                and not traj.infra_failure):  # the sampler leaves infrastructure failures out of their group
-            groups.setdefault(traj.instance_id, []).append(traj)
-    return groups
+def _trained_on(rl_dir: Path, step: int) -> list[Trajectory]:
+    return [traj for _, traj in read_run_dir(rl_dir)
+            if isinstance(traj, Trajectory) and traj.metadata.get("policy_version") == step - 1
+            and not traj.infra_failure]  # the sampler leaves infrastructure failures out of their group
 
 
 def _action_log_probs(model, ids: list[int], mask: list[int]) -> torch.Tensor:
@@ -53,30 +51,30 @@ def update_direction(rl_dir: Path, step: int, tokenizer, before: Path | None = N
     weights iteration `step` started from, when not a checkpoint of the run (the RFT model, for step 1)."""
     from transformers import AutoModelForCausalLM
 
-    groups = _trained_on(rl_dir, step)
+    trajs = _trained_on(rl_dir, step)
     models = [AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32).eval()
               for path in (before or checkpoint(rl_dir, step - 1), checkpoint(rl_dir, step))]
     chats: dict[str, ChatTokens] = {}
     change, per_token = 0.0, {1: [], -1: []}
     episodes = 0
+    rewards = torch.tensor([t.reward for t in trajs])
+    ids_of_group = [t.instance_id for t in trajs]
+    advantages = group_advantages(rewards, ids_of_group)  # P1 Eq. 2, as the trainer computes it
+    dropped = zero_advantage_groups(rewards, ids_of_group)  # the sampler dropped these groups
     with torch.no_grad():
-        for trajs in groups.values():
-            rewards = [t.reward for t in trajs]
-            mean, std = statistics.mean(rewards), statistics.pstdev(rewards)
-            if std == 0:
-                continue  # zero advantage: the sampler dropped the group
-            for t in trajs:
-                advantage = (t.reward - mean) / (std + 1e-6)  # P1 Eq. 2
-                ex = sft_example(t)
-                key = json.dumps([ex.tools, ex.observation_role])
-                if key not in chats:
-                    chats[key] = ChatTokens(tokenizer, ex.tools, ex.observation_role)
-                ids, mask = token_ids(chats[key], ex.messages, [1] * len(ex.assistant_loss_mask))
-                before, after = (_action_log_probs(m, ids, mask) for m in models)
-                delta = after - before
-                change += advantage * float(delta.sum())
-                per_token[1 if advantage > 0 else -1].append(float(delta.mean()))
-                episodes += 1
+        for t, advantage, drop in zip(trajs, advantages.tolist(), dropped.tolist()):
+            if drop:
+                continue
+            ex = sft_example(t)
+            key = json.dumps([ex.tools, ex.observation_role])
+            if key not in chats:
+                chats[key] = ChatTokens(tokenizer, ex.tools, ex.observation_role)
+            ids, mask = token_ids(chats[key], ex.messages, [1] * len(ex.assistant_loss_mask))
+            before, after = (_action_log_probs(m, ids, mask) for m in models)
+            delta = after - before
+            change += advantage * float(delta.sum())
+            per_token[1 if advantage > 0 else -1].append(float(delta.mean()))
+            episodes += 1
     if not episodes:
         raise ValueError(f"{rl_dir}: iteration {step} trained on no group with two rewards "
                          f"(trajectories with metadata.policy_version {step - 1})")
