@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 
 from verl_swe.eval.plots import plot_learning
-from verl_swe.eval.update_check import update_direction
+from verl_swe.eval.update_check import demonstration_log_prob, demonstrations, load_policy, update_direction
 from verl_swe.pipeline.tiny_cpu import Options, Pipeline, options_dict, write_options
 from verl_swe.testing.tokenizer import qwen_tokenizer
 
@@ -66,6 +66,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, default=Path("runs/learning"))
     parser.add_argument("--backend", default="docker")
+    parser.add_argument("--rft-epochs", type=int, default=Options.rft_epochs, help="the RFT model's strength")
     parser.add_argument("--rl-steps", type=int, default=24)
     parser.add_argument("--eval-runs", type=int, default=8)
     parser.add_argument("--arm", choices=list(ARMS), action="append", help="run only these arms (default: both)")
@@ -77,8 +78,8 @@ def main() -> None:
     out = args.out.resolve()
     pipelines = {}
     for arm, overrides in ARMS.items():
-        opts = Options(out=out / arm, backend=args.backend, rl_steps=args.rl_steps, eval_runs=args.eval_runs,
-                       rl_overrides=(*args.rl_override, *overrides))
+        opts = Options(out=out / arm, backend=args.backend, rft_epochs=args.rft_epochs, rl_steps=args.rl_steps,
+                       eval_runs=args.eval_runs, rl_overrides=(*args.rl_override, *overrides))
         pipelines[arm] = Pipeline(opts)
         if args.record or (args.arm and arm not in args.arm):
             continue
@@ -98,7 +99,13 @@ def main() -> None:
         last = summary["rl_steps"][-1]["step"]
         # the last update, checked against its advantages (positive: the update followed them)
         check = update_direction(pipeline.out / "rl", last, qwen_tokenizer())
+        # the chance of sampling the oracle's path, the one every resolved episode follows: low-variance
+        # companion of pass@1 (verl_swe/eval/update_check.py)
+        demos = demonstrations(pipeline.out / "oracle", qwen_tokenizer())
+        scored = {when: demonstration_log_prob(load_policy(Path(evals[arm][when]["model"])), demos)
+                  for when in ("before", "after")}
         result = {"machine": machine(), "control": arm == "control", "arm": arm, "update_check": check,
+                  "demonstrations": {when: {k: v[k] for k in ("log_prob", "prob")} for when, v in scored.items()},
                   "rl_overrides": list(pipeline.o.rl_overrides), "options": options_dict(pipeline.o),
                   "improvement": improvement(before, after),
                   **{k: v for k, v in summary.items() if k not in ("plots", "metrics")}}
