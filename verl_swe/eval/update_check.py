@@ -10,9 +10,10 @@ exactly as the trainer saw them (the trajectory's `reward`).
 The token ids are rebuilt with the agent loop's own ChatTokens (verl_swe/rft/render.py), as RFT builds them.
 
 `demonstration_log_prob` is the low-variance companion of held-out pass@1 on the mini tasks: the log-probability
-of the oracle's action tokens given its observations. Each mini task's sampled successes follow the oracle's
-commands token for token, so exp() of it is the chance of sampling that resolving path: a policy that learns
-raises it, and it moves measurably after a single update where 80 evaluation episodes cannot.
+of the oracle's action tokens given its observations. A mini task's sampled successes nearly all repeat the
+oracle's turns token for token, so exp() of it is the chance of sampling that path, most of the pass rate and a
+lower bound on it: a policy that learns raises it, and it moves measurably after a single update where 80
+evaluation episodes cannot.
 """
 
 from __future__ import annotations
