@@ -50,3 +50,47 @@ async def test_advantages_are_eq2_per_task_and_uniform_groups_are_dropped(tmp_pa
     expected = (rewards - rewards.mean()) / (rewards.std() + 1e-6)  # P1 Eq. 2, the sample std
     assert [a for *_, a in kept] == pytest.approx(expected.tolist(), abs=1e-5)
     assert kept[0][3] > 0 > kept[1][3]
+
+
+def _decomposition_bench():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    sys.path.insert(0, str(bench))  # the bench imports its sibling learning.py, as when run from bench/
+    try:
+        spec = importlib.util.spec_from_file_location("update_decomposition", bench / "update_decomposition.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(bench))
+    return module
+
+
+@pytest.mark.asyncio
+async def test_the_decompositions_parts_sum_to_the_full_gradient(tmp_path):
+    """bench/update_decomposition.py's premise: the A > 0 and A < 0 parts of Eq. 8 keep the whole batch's token
+    normalizer, so their gradients add up to the full update's."""
+    from types import SimpleNamespace
+
+    bench = _decomposition_bench()
+    trajs = []
+    for i, ok in enumerate([True, False, False]):
+        res = await play(script("paper", format_errors_at=(), turns=3 + i), instance_id="repo__a-1",
+                         episode_id=f"repo__a-1.{i}", resolved=ok)
+        trajs.append(res.trajectory)
+    batch = [(ids, mask, a) for _, ids, mask, a in with_advantages(trajs, qwen_tokenizer())]
+    assert sorted(a > 0 for *_, a in batch) == [False, False, True]
+    model = tiny_qwen2(len(qwen_tokenizer()), hidden_size=32).train()
+    actor = SimpleNamespace(clip_ratio_low=0.2, clip_ratio_high=0.28)
+
+    def grads(part):
+        model.zero_grad()
+        bench.batch_loss(model, batch, bench.PARTS[part], actor).backward()
+        return [p.grad.clone() for p in model.parameters()]
+
+    full, positive, negative = grads("all"), grads("positive"), grads("negative")
+    for f, p, n in zip(full, positive, negative):
+        torch.testing.assert_close(f, p + n, rtol=1e-4, atol=1e-7)
+    assert any(float(p.norm()) > 0 for p in positive) and any(float(n.norm()) > 0 for n in negative)
