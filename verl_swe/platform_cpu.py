@@ -130,6 +130,14 @@ class PlatformCPU(PlatformBase):
         return None
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
 def _use_gloo(distributed) -> None:
     """verl's backend `cpu:gloo,{device}:{backend}` is `cpu:gloo,cpu:gloo` here, which torch rejects with
     "Duplicate device type cpu" (obstacle 4): on the cpu platform init plain gloo instead. Patched before
@@ -150,9 +158,19 @@ def _use_gloo(distributed) -> None:
 
     @functools.wraps(ray_init)
     def initialize_global_process_group_ray(timeout_second=None, backend=None):
-        if backend is None and get_device_name() == "cpu":
-            backend = "gloo"
-        return ray_init(timeout_second=timeout_second, backend=backend)
+        if get_device_name() != "cpu":
+            return ray_init(timeout_second=timeout_second, backend=backend)
+        # verl picks MASTER_PORT by binding port 0 and closing it (get_master_addr_port); another process can
+        # take the port before the rendezvous store binds it (EADDRINUSE, seen on a resume right after a kill).
+        # A lone rank owns the store, so it may pick again; with more ranks they would have to agree.
+        for attempt in range(3):
+            try:
+                return ray_init(timeout_second=timeout_second, backend=backend or "gloo")
+            except torch.distributed.DistNetworkError as e:
+                alone = os.environ.get("WORLD_SIZE", "1") == "1" and not os.environ.get("DIST_INIT_METHOD")
+                if "EADDRINUSE" not in str(e) or not alone or attempt == 2:
+                    raise
+                os.environ["MASTER_PORT"] = str(_free_port())
 
     distributed.initialize_global_process_group = initialize_global_process_group
     distributed.initialize_global_process_group_ray = initialize_global_process_group_ray

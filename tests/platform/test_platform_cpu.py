@@ -170,3 +170,26 @@ def test_verl_sft_trainer_runs_two_steps_on_cpu(tmp_path):
     assert (step / "model_world_size_1_rank_0.pt").stat().st_size > 0
     assert (step / "huggingface" / "config.json").is_file()
     assert (tmp_path / "ckpt" / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
+
+
+def test_a_lone_rank_picks_another_port_when_verls_pick_was_taken(tmp_path):
+    # verl's MASTER_PORT comes from binding port 0 and closing it (get_master_addr_port), so another process
+    # can take it before the rendezvous store binds it: EADDRINUSE. One rank owns the store: it picks again.
+    taken = socket.socket()
+    taken.bind(("", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        result = _run("""
+            import json, os
+            import torch.distributed as dist
+            import verl.workers.engine_workers as engine_workers
+
+            engine_workers.initialize_global_process_group_ray(timeout_second=None)
+            print(json.dumps({"ray": [dist.get_backend(), dist.get_world_size()],
+                              "port": int(os.environ["MASTER_PORT"])}))
+            dist.destroy_process_group()
+        """, tmp_path, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+    finally:
+        taken.close()
+    assert result["ray"] == ["gloo", 1] and result["port"] != port
