@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from verl_swe.files import write_text_atomic
 from verl_swe.sandbox.config import BASE_IMAGE, LABEL, DockerSandboxConfig
 from verl_swe.sandbox.docker import docker_client
 from verl_swe.tasks.env_build import build_offline, fetch_all
@@ -50,8 +51,8 @@ def image_target(base_image: str, docker_host: str | None, cache_dir: Path) -> t
     known = cache_dir / "image-target" / image_id.replace(":", "_")
     if not known.exists():
         out = client.containers.run(base_image, ["python3", "-c", PROBE], remove=True, network_mode="none")
-        known.parent.mkdir(parents=True, exist_ok=True)
-        known.write_text(out.decode())
+        # atomic: a concurrent prepare of the same image must never read a half-written file
+        write_text_atomic(known, out.decode())
     return Target.from_probe(known.read_text()), image_id
 
 
