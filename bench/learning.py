@@ -89,6 +89,7 @@ def main() -> None:
         pipelines[arm].run()
 
     evals, arms = {}, {}
+    tokenizer = qwen_tokenizer()
     for arm, pipeline in pipelines.items():
         summary_path = pipeline.out / "summary.json"
         if not summary_path.exists():
@@ -98,10 +99,10 @@ def main() -> None:
         evals[arm], arms[arm] = {"before": before, "after": after}, Path(summary["metrics"])
         last = summary["rl_steps"][-1]["step"]
         # the last update, checked against its advantages (positive: the update followed them)
-        check = update_direction(pipeline.out / "rl", last, qwen_tokenizer())
+        check = update_direction(pipeline.out / "rl", last, tokenizer)
         # the chance of sampling the oracle's path, the one every resolved episode follows: low-variance
         # companion of pass@1 (verl_swe/eval/update_check.py)
-        demos = demonstrations(pipeline.out / "oracle", qwen_tokenizer())
+        demos = demonstrations(pipeline.out / "oracle", tokenizer)
         scored = {when: demonstration_log_prob(load_policy(Path(evals[arm][when]["model"])), demos)
                   for when in ("before", "after")}
         result = {"machine": machine(), "control": arm == "control", "arm": arm, "update_check": check,
