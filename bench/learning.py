@@ -3,14 +3,20 @@
     python bench/learning.py --out runs/learning              # runs (or resumes) both arms
     python bench/learning.py --out runs/learning --record     # only records finished arms
 
-One RFT model (the pipeline's model, oracle and RFT stages, run once), then two RL arms from it with the same
+One start policy (the pipeline's model, oracle and RFT stages, run once), then two RL arms from it with the same
 harness, seeds and step count: `treatment`, the tiny recipe (swe_dapo_tiny_cpu.yaml), and `control`, the same
-with the advantages' sign flipped (verl_swe/algo/controls.py). Each arm is evaluated before RL (the RFT model:
+with the advantages' sign flipped (verl_swe/algo/controls.py). Each arm is evaluated before RL (the start policy:
 the baseline, measured in this run) and after, on held-out episodes: the training tasks, sampled with a vLLM seed
 the rollouts never use (Options.eval_seed). Writes bench/learning-results.json and
-bench/learning-control-results.json (`"control": true`), and plots/learning_*.png under --out.
-"""
+bench/learning-control-results.json (`"control": true`), and bench/plots/learning_*.png.
 
+The start policy (`--start`). By default it imitates two scripted agents on each task: the oracle, which edits
+the code and submits, and the hasty demonstrator (verl_swe/agent/oracle.py), which opens the same file and
+submits it unfixed. It so fails most episodes by a well-formed wrong choice, as a weak LLM does, and RL has
+something to learn: which of its two plans the tests reward. `--start oracle` is the main job's pure RFT model,
+a memoriser of the one resolving path whose failures are slips followed by noise: from it no setting tried made
+the agent better (bench/README.md, "Learning run", and bench/update_decomposition.py for why).
+"""
 from __future__ import annotations
 
 import argparse
@@ -29,7 +35,8 @@ from verl_swe.pipeline.tiny_cpu import Options, Pipeline, options_dict, write_op
 from verl_swe.testing.tokenizer import qwen_tokenizer
 
 ARMS = {"treatment": (), "control": ("algorithm.adv_estimator=grpo_sign_flipped",)}
-SHARED = ("model-init", "data", "oracle", "rft", "eval/rft")  # what the control reuses from the treatment
+STARTS = {"oracle+hasty": True, "oracle": False}  # Options.hasty_demos
+SHARED = ("model-init", "data", "oracle", "hasty", "rft", "eval/rft")  # what the control reuses from the treatment
 SHARED_STAGES = ("model", "oracle", "rft", "eval_rft")
 
 
@@ -37,7 +44,7 @@ def share_baseline(treatment: Path, control: Path) -> None:
     """The control arm starts from the treatment's RFT model and baseline evaluation (links, not copies)."""
     for rel in SHARED:
         link = control / rel
-        if not link.exists():
+        if not link.exists() and (treatment / rel).exists():
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(treatment / rel)
     (control / "stages").mkdir(parents=True, exist_ok=True)
@@ -66,7 +73,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, default=Path("runs/learning"))
     parser.add_argument("--backend", default="docker")
-    parser.add_argument("--rft-epochs", type=int, default=Options.rft_epochs, help="the RFT model's strength")
+    parser.add_argument("--start", choices=list(STARTS), default="oracle+hasty",
+                        help="what the start policy imitates (see the module docstring)")
+    parser.add_argument("--rft-epochs", type=int, default=60, help="the start policy's SFT epochs")
     parser.add_argument("--rl-steps", type=int, default=24)
     parser.add_argument("--eval-runs", type=int, default=8)
     parser.add_argument("--arm", choices=list(ARMS), action="append", help="run only these arms (default: both)")
@@ -78,7 +87,8 @@ def main() -> None:
     out = args.out.resolve()
     pipelines = {}
     for arm, overrides in ARMS.items():
-        opts = Options(out=out / arm, backend=args.backend, rft_epochs=args.rft_epochs, rl_steps=args.rl_steps,
+        opts = Options(out=out / arm, backend=args.backend, hasty_demos=STARTS[args.start], rft_epochs=args.rft_epochs,
+                       rl_steps=args.rl_steps,
                        eval_runs=args.eval_runs, rl_overrides=(*args.rl_override, *overrides))
         pipelines[arm] = Pipeline(opts)
         if args.record or (args.arm and arm not in args.arm):
@@ -114,7 +124,7 @@ def main() -> None:
         (args.results_dir / name).write_text(json.dumps(result, indent=1) + "\n")
         print(f"{arm}: pass@1 {before['pass@1']:.3f} +- {before['pass@1_sem']:.3f} -> "
               f"{after['pass@1']:.3f} +- {after['pass@1_sem']:.3f}  {result['improvement']}  update {check}")
-    for path in plot_learning(arms, evals, out / "plots"):
+    for path in plot_learning(arms, evals, args.results_dir / "plots"):  # beside the results they plot
         print(f"plot: {path}")
 
 

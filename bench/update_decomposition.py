@@ -11,11 +11,12 @@ they are trained on with the recipe's AdamW settings and the product's loss (P1 
 - `per_group`: one step per group in turn, as the trainer's ppo_mini_batch_size 1 does (after the first step the
   samples are slightly off-policy).
 
-Each three times: every episode, only those with A > 0, only those with A < 0. A part keeps the whole batch's (or
+Each three times: every episode, only those with A > 0, only those with A < 0. And `lr_scan`: one full step on
+each RL-sized batch (train_batch_size problems' groups) at several learning rates. A part keeps the whole batch's (or
 group's) token normalizer, so the parts' gradients sum to the full one. Each result is scored by the
 demonstrations' log-likelihood (update_check.demonstration_log_prob): the chance of sampling the oracle's path,
 the one every resolved mini-task episode follows. The parts' gradient norms on the whole batch are recorded too.
-Writes bench/update-decomposition-results.json.
+Writes bench/update-decomposition-results.json: one entry per arm, an arm decomposed again replaces its own.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from verl_swe.rft.read import read_run_dir
 from verl_swe.testing.tokenizer import qwen_tokenizer
 from verl_swe.types import Trajectory
 
+LR_SCAN = (3e-5, 1e-4, 2e-4, 5e-4)
 PARTS = {"all": lambda a: True, "positive": lambda a: a > 0, "negative": lambda a: a < 0}
 
 
@@ -61,11 +63,11 @@ def grad_norm(model, batch, keep, actor) -> float:
     return float(norm)
 
 
-def train(rft, batches, keep, actor):
-    """One AdamW step per batch, with the recipe's optimizer settings and gradient clip."""
+def train(rft, batches, keep, actor, lr: float | None = None):
+    """One AdamW step per batch, with the recipe's optimizer settings (lr: unless given) and gradient clip."""
     model = copy.deepcopy(rft).train()
     optim = actor.optim
-    opt = torch.optim.AdamW(model.parameters(), lr=optim.lr, betas=tuple(optim.betas),
+    opt = torch.optim.AdamW(model.parameters(), lr=lr or optim.lr, betas=tuple(optim.betas),
                             weight_decay=optim.weight_decay, **dict(optim.override_optimizer_config or {}))
     for batch in batches:
         opt.zero_grad()
@@ -89,8 +91,9 @@ def decompose(arm: Path, tokenizer) -> dict:
     whole = [episode for group in groups.values() for episode in group]
     baseline = demonstration_log_prob(rft, demos)
     optim = actor.optim
-    result = {"arm": str(arm), "rft_model": str(pipeline.rft_model()),
-              "rft_epochs": json.loads((arm / "options.json").read_text())["rft_epochs"],
+    options = json.loads((arm / "options.json").read_text())
+    result = {"arm": str(arm), "rft_model": str(pipeline.rft_model()), "rft_epochs": options["rft_epochs"],
+              "start": "oracle+hasty" if options.get("hasty_demos") else "oracle",
               "samples": len(samples), "groups_kept": len(groups), "episodes_kept": len(whole),
               "resolved": sum(t.resolved for t in samples),
               "optimizer": {"lr": optim.lr, "betas": list(optim.betas), "weight_decay": optim.weight_decay,
@@ -103,8 +106,20 @@ def decompose(arm: Path, tokenizer) -> dict:
             scored = demonstration_log_prob(train(rft, batches, keep, actor), demos)
             result[mode][part] = {"log_prob": scored["log_prob"], "prob": scored["prob"],
                                   "prob_change": scored["prob"] - baseline["prob"]}
-            print(f"{arm.name} rft_epochs {result['rft_epochs']} {mode:9s} {part:8s} demonstrations' P "
-                  f"{baseline['prob']:.4f} -> {scored['prob']:.4f}", flush=True)
+            print(f"{arm.name} {result['start']} rft_epochs {result['rft_epochs']} {mode:9s} {part:8s} "
+                  f"demonstrations' P {baseline['prob']:.4f} -> {scored['prob']:.4f}", flush=True)
+    # one step from the start policy on each RL-sized batch (train_batch_size problems), at several lrs: is the
+    # change linear in lr (first order: the gradient's direction helps) or does it overshoot?
+    size = pipeline.rl_config.data.train_batch_size
+    names = sorted(groups)
+    rl_batches = [[e for task in names[i:i + size] for e in groups[task]] for i in range(0, len(names), size)]
+    result["lr_scan"] = {"batch_problems": size, "prob_change": {}}
+    for lr in LR_SCAN:
+        changes = [demonstration_log_prob(train(rft, [batch], PARTS["all"], actor, lr), demos)["prob"]
+                   - baseline["prob"] for batch in rl_batches]
+        result["lr_scan"]["prob_change"][str(lr)] = changes
+        print(f"{arm.name} lr {lr:g}: demonstrations' P change per RL batch {[round(c, 4) for c in changes]}",
+              flush=True)
     return result
 
 
@@ -114,8 +129,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "update-decomposition-results.json")
     args = parser.parse_args()
     tokenizer = qwen_tokenizer()
-    results = [decompose(arm.resolve(), tokenizer) for arm in args.arm]
-    args.out.write_text(json.dumps({"machine": machine(), "arms": results}, indent=1) + "\n")
+    # an arm decomposed again replaces its entry; the other arms' entries stay
+    recorded = json.loads(args.out.read_text())["arms"] if args.out.exists() else []
+    for arm in args.arm:
+        result = {"machine": machine(), **decompose(arm.resolve(), tokenizer)}
+        recorded = [r for r in recorded if r["arm"] != result["arm"]] + [result]
+    args.out.write_text(json.dumps({"arms": recorded}, indent=1) + "\n")
     print(f"wrote {args.out}")
 
 

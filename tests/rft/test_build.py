@@ -75,6 +75,17 @@ async def test_nothing_kept_is_an_error_that_says_why(tmp_path):
     assert report["run_dirs"][str(tmp_path / "missing")]["files"] == 0
 
 
+async def test_behaviour_cloning_keeps_submitted_failures_but_not_unsubmitted_ones(tmp_path):
+    run = tmp_path / "run"
+    await play(script("paper"), episode_id="t.0", resolved=False, run_dir=run)  # submitted, failed the tests
+    res = await play([cmd("paper", "ls", 0), cmd("paper", "ls", 1)], episode_id="t.1", max_turns=2,
+                     resolved=False, run_dir=run)
+    assert res.trajectory.exit_status.value == "max_turns"
+    assert build(tmp_path, [run], resolved_only=False).kept == 1
+    with pytest.raises(NothingToTrain):  # RFT (the default) keeps neither
+        build(tmp_path, [run])
+
+
 async def test_duplicates_across_run_dirs_and_the_task_cap(tmp_path):
     for run in ("r1", "r2"):
         await play(script("paper"), episode_id="t.0", run_dir=tmp_path / run)

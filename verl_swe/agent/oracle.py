@@ -4,11 +4,16 @@ Used to collect demonstration trajectories (the CPU pipeline's RFT data, tests):
 it opens the file at the change, makes each change with `edit START:END` (bottom-up, so line numbers
 stay valid), runs the tests and submits. It is an `LLMClient`: it answers with exactly the tokens of
 its scripted replies, one per turn, like any model would.
+
+`hasty_replies` is the same agent making the mistake a weak model makes: it opens the right file, skips the
+edit, runs the tests and submits anyway (a well-formed episode the grader fails). The learning run's start
+policy imitates both (bench/learning.py), so it has a real choice for RL to learn.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from verl_swe.agent.llm import Generation, Sampling
 from verl_swe.tasks import Task
@@ -55,17 +60,26 @@ def oracle_replies(task: Task) -> list[str]:
             body = "\n".join(new)
             replies.append(f"This is the faulty code; I will fix it.\n```command\n"
                            f"edit --file {path} {start}:{start + n - 1} << 'EOF'\n{body}\nEOF\n```")
-    replies.append("Let me run the tests.\n```command\npython -m pytest -q 2>&1 | tail -3\n```")
-    replies.append("The fix is done.\n```command\nsubmit\n```")
+    replies += _test_and_submit()
     return replies
 
 
-class OraclePolicy:
-    """An LLMClient for one task: returns the tokens of `oracle_replies(task)`, one reply per turn."""
+def hasty_replies(task: Task) -> list[str]:
+    """The oracle's first reply, then its last two: it looks at the faulty code and submits it unfixed."""
+    return oracle_replies(task)[:1] + _test_and_submit()
 
-    def __init__(self, tokenizer, end_of_turn_id: int, task: Task):
+
+def _test_and_submit() -> list[str]:
+    return ["Let me run the tests.\n```command\npython -m pytest -q 2>&1 | tail -3\n```",
+            "The fix is done.\n```command\nsubmit\n```"]
+
+
+class OraclePolicy:
+    """An LLMClient for one task: returns the tokens of `plan(task)`, one reply per turn."""
+
+    def __init__(self, tokenizer, end_of_turn_id: int, task: Task, plan: Callable[[Task], list[str]] = oracle_replies):
         self.replies = [tokenizer.encode(r, add_special_tokens=False) + [end_of_turn_id]
-                        for r in oracle_replies(task)]
+                        for r in plan(task)]
 
     async def generate(self, prompt_ids: list[int], sampling: Sampling, request_id: str) -> Generation:
         turn = int(request_id.rsplit("-", 1)[1])  # run_episode names requests "<episode>-<turn>"
@@ -78,8 +92,9 @@ class OracleForTasks:
     policy of its task, read from the request id `<instance_id>.<i>-<turn>` that rollout() and
     run_episode() give it."""
 
-    def __init__(self, tokenizer, end_of_turn_id: int, tasks: list[Task]):
-        self.policies = {t.instance_id: OraclePolicy(tokenizer, end_of_turn_id, t) for t in tasks}
+    def __init__(self, tokenizer, end_of_turn_id: int, tasks: list[Task],
+                 plan: Callable[[Task], list[str]] = oracle_replies):
+        self.policies = {t.instance_id: OraclePolicy(tokenizer, end_of_turn_id, t, plan) for t in tasks}
 
     async def generate(self, prompt_ids: list[int], sampling: Sampling, request_id: str) -> Generation:
         instance_id = request_id.rsplit("-", 1)[0].rsplit(".", 1)[0]

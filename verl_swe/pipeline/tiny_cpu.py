@@ -3,7 +3,8 @@ tiny model, so a laptop or CI sees the real system train end to end.
 
     model     a random-init Qwen2 (head_dim 32, vLLM-CPU's smallest) with the real Qwen tokenizer
     oracle    demonstrations: the oracle policy solves each envs/mini task with the agent's own commands,
-              graded for real (verl_swe/agent/oracle.py)
+              graded for real (verl_swe/agent/oracle.py); with Options.hasty_demos also the hasty demonstrator's
+              failures, which the start policy then imitates too (bench/learning.py)
     rft       `verl-swe rft build` on them, then verl's SFT trainer on CPU (rft_tiny_cpu.yaml)
     eval_rft  pass@1 / pass@k of the RFT model, served by vLLM, through the same agent loop and grader
     rl        verl's PPO trainer with swe_dapo_tiny_cpu.yaml: vLLM-CPU rollouts, the SWE agent loop in
@@ -52,6 +53,9 @@ class Options:
     layers: int = 2
     stage_timeout_s: float = 3600
     rl_overrides: tuple[str, ...] = ()
+    # the start policy also imitates the hasty demonstrator (verl_swe/agent/oracle.py): it then fails most of
+    # its episodes by a choice, not only by slips, which is what RL can learn from (bench/learning.py)
+    hasty_demos: bool = False
 
 
 class Pipeline:
@@ -106,26 +110,34 @@ class Pipeline:
 
     def collect_oracle(self) -> dict:
         from verl_swe.agent.llm import Sampling
-        from verl_swe.agent.oracle import OracleForTasks
+        from verl_swe.agent.oracle import OracleForTasks, hasty_replies, oracle_replies
         from verl_swe.agent.rollout import rollout
         from verl_swe.tasks.rl_data import write_rl_parquet
 
         write_rl_parquet(self.tasks, self.out / "data" / "train.parquet", data_source="verl-swe/mini")
-        runner = self.runner(self.out / "oracle")
-        try:
-            llm = OracleForTasks(runner.chat.tok, runner.chat.end_of_turn_id, self.tasks)
-            summary = asyncio.run(rollout(self.tasks, runner, llm, Sampling(max_tokens=runner.limits.max_new_tokens),
-                                          1, self.out / "oracle", workers=2, model_name="oracle"))
-        finally:
-            runner.close()
-        return {"episodes": summary["episodes"], "resolved": round(summary["pass@1"] * summary["tasks"])}
+        record = {}
+        for name, plan in (("oracle", oracle_replies), ("hasty", hasty_replies))[: 1 + self.o.hasty_demos]:
+            runner = self.runner(self.out / name)
+            try:
+                llm = OracleForTasks(runner.chat.tok, runner.chat.end_of_turn_id, self.tasks, plan)
+                sampling = Sampling(max_tokens=runner.limits.max_new_tokens)
+                summary = asyncio.run(rollout(self.tasks, runner, llm, sampling, 1, self.out / name, workers=2,
+                                              model_name=name))
+            finally:
+                runner.close()
+            prefix = "" if name == "oracle" else f"{name}_"
+            record.update({f"{prefix}episodes": summary["episodes"],
+                           f"{prefix}resolved": round(summary["pass@1"] * summary["tasks"])})
+        return record
 
     def rft(self) -> dict:
         from verl_swe.rft.build import build_sft_data
         from verl_swe.testing.tokenizer import qwen_tokenizer
 
         sft = self.out / "rft" / "sft.parquet"
-        report = build_sft_data([self.out / "oracle"], sft, qwen_tokenizer(), max_tokens=self.context_tokens())
+        run_dirs = [self.out / "oracle"] + [self.out / "hasty"] * self.o.hasty_demos
+        report = build_sft_data(run_dirs, sft, qwen_tokenizer(), max_tokens=self.context_tokens(),
+                                resolved_only=not self.o.hasty_demos)
         ckpt = self.out / "rft" / "ckpt"
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
                "-m", "verl.trainer.sft_trainer", "--config-path", str(CONFIG_DIR), "--config-name", RFT_CONFIG,

@@ -76,9 +76,11 @@ def report_path_for(out: Path) -> Path:
 
 
 def build_sft_data(run_dirs: list[Path], out: Path, tokenizer: Any, max_tokens: int, *, dedupe: bool = True,
-                   max_per_task: int | None = None, template_kwargs: dict | None = None) -> BuildReport:
+                   max_per_task: int | None = None, template_kwargs: dict | None = None,
+                   resolved_only: bool = True) -> BuildReport:
     """Write `out` (parquet) and `<out stem>.report.json`; return the report. Raises NothingToTrain
-    (after writing the report) when no trajectory is kept."""
+    (after writing the report) when no trajectory is kept. `resolved_only=False` keeps submitted failures
+    too: behaviour cloning of scripted demonstrators (the learning run's start policy), not RFT."""
     out = Path(out)
     report = BuildReport(str(out), str(report_path_for(out)), max_tokens, str(getattr(tokenizer, "name_or_path", "")))
     chats: dict[tuple[str, str], ChatTokens] = {}
@@ -102,7 +104,7 @@ def build_sft_data(run_dirs: list[Path], out: Path, tokenizer: Any, max_tokens: 
             counts.episodes += 1
             report.episodes += 1
             tasks_seen.add(traj.instance_id)
-            if not traj.resolved:
+            if resolved_only and not traj.resolved:
                 report.exclude("not_resolved")
                 continue
             counts.resolved += 1
