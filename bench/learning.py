@@ -17,6 +17,7 @@ something to learn: which of its two plans the tests reward. `--start oracle` is
 a memoriser of the one resolving path whose failures are slips followed by noise: from it no setting tried made
 the agent better (bench/README.md, "Learning run", and bench/update_decomposition.py for why).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,7 +42,7 @@ SHARED_STAGES = ("model", "oracle", "rft", "eval_rft")
 
 
 def share_baseline(treatment: Path, control: Path) -> None:
-    """The control arm starts from the treatment's RFT model and baseline evaluation (links, not copies)."""
+    """The control arm starts from the treatment's start policy and baseline evaluation (links, not copies)."""
     for rel in SHARED:
         link = control / rel
         if not link.exists() and (treatment / rel).exists():
@@ -87,9 +88,9 @@ def main() -> None:
     out = args.out.resolve()
     pipelines = {}
     for arm, overrides in ARMS.items():
-        opts = Options(out=out / arm, backend=args.backend, hasty_demos=STARTS[args.start], rft_epochs=args.rft_epochs,
-                       rl_steps=args.rl_steps,
-                       eval_runs=args.eval_runs, rl_overrides=(*args.rl_override, *overrides))
+        opts = Options(out=out / arm, backend=args.backend, hasty_demos=STARTS[args.start],
+                       rft_epochs=args.rft_epochs, rl_steps=args.rl_steps, eval_runs=args.eval_runs,
+                       rl_overrides=(*args.rl_override, *overrides))
         pipelines[arm] = Pipeline(opts)
         if args.record or (args.arm and arm not in args.arm):
             continue
