@@ -110,13 +110,13 @@ class Pipeline:
 
     def collect_oracle(self) -> dict:
         from verl_swe.agent.llm import Sampling
-        from verl_swe.agent.oracle import OracleForTasks, hasty_replies, oracle_replies
+        from verl_swe.agent.oracle import OracleForTasks
         from verl_swe.agent.rollout import rollout
         from verl_swe.tasks.rl_data import write_rl_parquet
 
         write_rl_parquet(self.tasks, self.out / "data" / "train.parquet", data_source="verl-swe/mini")
         record = {}
-        for name, plan in (("oracle", oracle_replies), ("hasty", hasty_replies))[: 1 + self.o.hasty_demos]:
+        for name, plan in self.demonstrators().items():
             runner = self.runner(self.out / name)
             try:
                 llm = OracleForTasks(runner.chat.tok, runner.chat.end_of_turn_id, self.tasks, plan)
@@ -135,9 +135,8 @@ class Pipeline:
         from verl_swe.testing.tokenizer import qwen_tokenizer
 
         sft = self.out / "rft" / "sft.parquet"
-        run_dirs = [self.out / "oracle"] + [self.out / "hasty"] * self.o.hasty_demos
-        report = build_sft_data(run_dirs, sft, qwen_tokenizer(), max_tokens=self.context_tokens(),
-                                resolved_only=not self.o.hasty_demos)
+        report = build_sft_data([self.out / name for name in self.demonstrators()], sft, qwen_tokenizer(),
+                                max_tokens=self.context_tokens(), resolved_only=not self.o.hasty_demos)
         ckpt = self.out / "rft" / "ckpt"
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
                "-m", "verl.trainer.sft_trainer", "--config-path", str(CONFIG_DIR), "--config-name", RFT_CONFIG,
@@ -197,6 +196,13 @@ class Pipeline:
 
         with initialize_config_module("verl_swe.trainer.config", version_base=None):
             return compose(RL_CONFIG, overrides=["data.train_files=unused", "actor_rollout_ref.model.path=unused"])
+
+    def demonstrators(self) -> dict[str, Callable]:
+        """The scripted agents whose episodes the start policy learns, by run directory: the oracle, and with
+        Options.hasty_demos the hasty demonstrator too."""
+        from verl_swe.agent.oracle import hasty_replies, oracle_replies
+
+        return {"oracle": oracle_replies, **({"hasty": hasty_replies} if self.o.hasty_demos else {})}
 
     def context_tokens(self) -> int:
         return int(self.rl_config.swe.agent.limits.context_tokens)
