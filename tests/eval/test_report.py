@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from tests.eval.conftest import make_trajectory
+from verl_swe.agent.trajectories import save_trajectory
 from verl_swe.eval.report import build_report, write_predictions
 from verl_swe.eval.runs import RunDirError, read_run, subset_ids
 from verl_swe.types import ExitStatus
@@ -37,6 +39,21 @@ def test_missing_episodes_count_as_unresolved_and_are_reported(make_run):
     report = build_report(read_run(run_dir), runs=2)
     assert report["missing_episodes"] == 1 and report["pass@1_per_run"] == [1.0, 0.5]
     assert report["per_task"]["a__b-2"] == {"repo": "a/b", "resolved": 1, "episodes": 1, "resolved_runs": [0]}
+
+
+def test_infra_failures_are_scored_apart_not_as_failures_of_the_model(make_run):
+    # a__b-2's run 1 never ran: its sandbox did not start (and still did not on the rerun). It is no failure of
+    # the model: run 1 is scored over a__b-1 alone, a__b-2's Pass@k over its one run that ran.
+    run_dir = make_run({"a__b-1": [True, False], "a__b-2": [True]})
+    failed = make_trajectory("a__b-2", 1, False, ExitStatus.SANDBOX_ERROR, graded=False)
+    failed.infra_failure = "sandbox_start"
+    save_trajectory(run_dir, failed)
+    report = build_report(read_run(run_dir), runs=2)
+    assert report["pass@1_per_run"] == [1.0, 0.0] and report["pass@1"] == pytest.approx(0.5)
+    assert (report["infra_failed_episodes"], report["missing_episodes"], report["scored_episodes"]) == (1, 0, 3)
+    assert report["unsettled_episodes"] == {"sandbox_start": 1}
+    assert report["pass@k"]["1"] == pytest.approx((0.5 + 1.0) / 2)
+    assert report["pass@k"]["2"] == pytest.approx(1.0)  # only a__b-1 has 2 runs that ran; it resolved one
 
 
 def test_an_unreadable_trajectory_is_named_and_the_rest_still_count(make_run):

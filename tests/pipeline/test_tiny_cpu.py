@@ -80,6 +80,11 @@ def test_tiny_pipeline_trains_and_resumes_after_a_kill_mid_step(tmp_path):
 
     subprocess.run(cli(out, "--only", "rl", "--only", "eval_rl", "--only", "report"), check=True, timeout=1200)
     assert newest_checkpoint(rl) == 2
+    # The killed driver's sandboxes (episodes it was running) were collected by the resumed run: none is left.
+    import docker
+
+    left = docker.from_env().containers.list(all=True, filters={"label": f"verl-swe.run={rl.name}"})
+    assert not left, [c.name for c in left]
     set_aside = list((rl / "trajectories.unfinished").glob("*/*/*.json"))
     assert set_aside, "the interrupted step's episodes were not set aside"
 

@@ -180,3 +180,36 @@ def test_gc_of_one_run_removes_its_orphans_only(labelled, backend, tmp_path):
     assert gc(run="run-a", **kinds).removed == 0
     b = gc(run="run-b", **kinds)
     assert b.removed == 1 and check() == []
+
+
+def test_a_resumed_run_collects_what_its_dead_drivers_left_and_only_that(labelled, backend, tmp_path):
+    # A run killed mid-episode leaves its sandboxes; the run started again (any driver whose placement carries
+    # the run's label: the trainer's agent-loop workers, `rollout`, `eval`) removes them before its first
+    # episode, without touching another run's or a live driver's.
+    from verl_swe.agent.placement import LocalPlacement
+    from verl_swe.tasks import Environments
+
+    make, check = labelled
+    procs = [subprocess.Popen([sys.executable, "-c", DRIVER, make(run=run).model_dump_json()], stdout=subprocess.PIPE,
+                              text=True) for run in ("resumed", "resumed", "other")]
+    try:
+        for proc in procs:
+            assert proc.stdout.readline().strip() == "ready"
+    finally:
+        for proc in procs:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    async def live_and_resumed():
+        async with open_sandbox(make(run="resumed")) as live:  # a driver of the run that is still alive
+            sandbox = {"state_dir": str(tmp_path / "sandboxes")} if backend == "local" else {}
+            placement = LocalPlacement(Environments(backend, cache_dir=tmp_path / "cache", sandbox=sandbox),
+                                       run="resumed")
+            assert placement.orphans_collected == 2
+            assert (await live.exec("echo alive")).output == "alive\n"
+            await placement.aclose()
+
+    asyncio.run(live_and_resumed())
+    kinds = dict(docker=backend == "docker", local=backend == "local", state_dir=tmp_path / "sandboxes")
+    assert gc(run="resumed", **kinds).removed == 0
+    assert gc(run="other", **kinds).removed == 1 and check() == []

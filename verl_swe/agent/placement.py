@@ -80,7 +80,7 @@ class LocalPlacement:
 
     def __init__(self, envs: Environments, *, run: str | None = None, env_prepare: str = "lazy",
                  warm_per_image: int = 0, max_warm: int = 64, warm_idle_s: float = 300.0, start_retries: int = 2,
-                 max_concurrent_starts: int | None = None):
+                 max_concurrent_starts: int | None = None, collect_orphans: bool = True):
         if env_prepare not in ("lazy", "ahead"):
             raise ValueError(f"env_prepare must be lazy or ahead, got {env_prepare!r}")
         self.envs, self.run, self.env_prepare = envs, run, env_prepare
@@ -92,6 +92,24 @@ class LocalPlacement:
         self._locks: dict[str, asyncio.Lock] = {}
         if max_concurrent_starts is not None:
             START_ADMISSION.configure(max_concurrent_starts, START_ADMISSION.gate)
+        # (A node's TaskHost collects them itself, when it is ready: collect_orphans=False there.)
+        self._collects = collect_orphans
+        self.orphans_collected = self.collect_orphans("started") if collect_orphans else 0
+
+    def collect_orphans(self, when: str) -> int:
+        """Remove the sandboxes of this run that its earlier, dead drivers left on this machine (a run killed and
+        resumed: by the run's label and the owner's death, never a live driver's); says how many."""
+        if self.run is None:
+            return 0
+        from verl_swe.sandbox.gc import gc_run
+
+        report = gc_run(self.run, self.envs.template)
+        if report.removed:
+            logger.warning("run %s %s: removed %d sandboxes that its earlier, dead drivers left (%s)", self.run,
+                           when, report.removed, ", ".join(report.containers + report.local_sandboxes)[:300])
+        for error in report.errors:
+            logger.warning("run %s: collecting its dead drivers' sandboxes: %s", self.run, error)
+        return report.removed
 
     def holds(self) -> set[str]:
         """Instance ids whose environment is prepared here (placement prefers such nodes): this process's, and
@@ -177,6 +195,9 @@ class LocalPlacement:
 
     async def aclose(self) -> None:
         await self.pools.close()
+        # A driver that died while this one ran (its sandboxes outlived it) is collected now, not next run.
+        if self._collects:
+            self.orphans_collected += await asyncio.to_thread(self.collect_orphans, "ended")
 
     def close(self) -> None:
         self.envs.close()

@@ -50,7 +50,7 @@ class TaskHost(SandboxHost):
                                     warm_per_image=options.get("warm_per_image", 0),
                                     max_warm=options.get("max_warm_per_node", 64),
                                     warm_idle_s=options.get("warm_idle_s", 300.0),
-                                    start_retries=options.get("start_retries", 2))
+                                    start_retries=options.get("start_retries", 2), collect_orphans=False)
         super().__init__(run, self.local.envs.template, max_concurrent_starts=options.get("max_concurrent_starts_per_node"),
                          gate=gate)
         self.pools = self.local.pools  # one set of warm pools for the agent's and the grader's sandboxes

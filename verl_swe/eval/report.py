@@ -6,6 +6,10 @@ Runs are `verl-swe rollout` episodes: episode r of every task is run r. Pass@1 o
 of tasks its episode resolved; the report gives their mean +- SEM (sample std / sqrt(runs)), as Table 1
 does. A task whose episode r is missing (an unfinished run) counts as unresolved in run r, as the
 harness counts a missing prediction, and `missing_episodes` says how many: rerun to complete them.
+An episode that failed for the infrastructure's reason (its sandbox did not start, its environment did
+not build: verl_swe/agent/infra.py) says nothing about the model: as in training, it is left out of the
+scores (run r's Pass@1 is over the tasks whose episode r ran; a task's Pass@k over its runs that ran) and
+counted apart (`infra_failed_episodes`, by kind in `unsettled_episodes`).
 """
 
 from __future__ import annotations
@@ -56,6 +60,25 @@ def episodes_by_task(run: Run, instance_ids: list[str], runs: int) -> dict[str, 
     return table
 
 
+def infra_failed_slots(run: Run, table: dict[str, list[Trajectory | None]]) -> dict[str, set[int]]:
+    """task -> the runs whose episode failed for the infrastructure's reason and did not run again (no agent
+    outcome in that slot): those slots are not scored."""
+    slots: dict[str, set[int]] = defaultdict(set)
+    loose: Counter = Counter()
+    for traj in run.trajectories:
+        if traj.instance_id not in table or traj.settled or not traj.infra_failure:
+            continue
+        r = run_index(traj)
+        if r is None:
+            loose[traj.instance_id] += 1
+        elif r < len(table[traj.instance_id]) and table[traj.instance_id][r] is None:
+            slots[traj.instance_id].add(r)
+    for iid, n in loose.items():
+        free = [r for r, t in enumerate(table[iid]) if t is None and r not in slots[iid]]
+        slots[iid].update(free[:n])
+    return slots
+
+
 def _runs_in(run: Run) -> int:
     indices = [run_index(t) for t in run.trajectories]
     counted = [i for i in indices if i is not None]
@@ -72,31 +95,35 @@ def build_report(run: Run, repos: dict[str, str] | None = None, runs: int | None
     ids = sorted(repos)
     table = episodes_by_task(run, ids, runs)
     solved = {iid: [bool(t and t.resolved) for t in eps] for iid, eps in table.items()}
+    infra = infra_failed_slots(run, table)
+    scored = {iid: [r not in infra.get(iid, ()) for r in range(runs)] for iid in ids}
 
-    per_run = [sum(solved[iid][r] for iid in ids) / len(ids) if ids else 0.0 for r in range(runs)]
+    per_run = [_rate(solved, scored, ids, r) for r in range(runs)]
     p1_mean, p1_sem = mean_sem(per_run)
     episodes = [t for eps in table.values() for t in eps if t is not None]
     statuses = Counter(t.exit_status.value if t.exit_status else "unknown" for t in episodes)
-    missing = sum(t is None for eps in table.values() for t in eps)
+    infra_failed = sum(len(v) for v in infra.values())
+    missing = sum(t is None for eps in table.values() for t in eps) - infra_failed
 
     by_repo: dict[str, list[str]] = defaultdict(list)
     for iid in ids:
         by_repo[repos[iid]].append(iid)
     repo_rows = {}
     for repo, members in sorted(by_repo.items()):
-        runs_rate = [sum(solved[i][r] for i in members) / len(members) for r in range(runs)]
+        runs_rate = [_rate(solved, scored, members, r) for r in range(runs)]
         mean, sem = mean_sem(runs_rate)
         repo_rows[repo] = {"tasks": len(members), "pass@1": mean, "pass@1_sem": sem,
-                           f"pass@{runs}": _pass_k(solved, members, runs, runs),
+                           f"pass@{runs}": _pass_k(solved, scored, members, runs),
                            "resolved_episodes": sum(sum(solved[i]) for i in members)}
 
     return {
         "run_dir": str(run.run_dir),
         "tasks": len(ids), "runs": runs, "episodes": len(episodes), "missing_episodes": missing,
-        # saved but not the agent's outcome (infra failure kinds, cancelled): counted as missing above
+        "infra_failed_episodes": infra_failed, "scored_episodes": len(ids) * runs - infra_failed,
+        # saved but not the agent's outcome (infra failure kinds, cancelled): not scored
         "unsettled_episodes": dict(Counter(t.infra_failure or "cancelled" for t in run.trajectories if not t.settled)),
         "pass@1": p1_mean, "pass@1_sem": p1_sem, "pass@1_per_run": per_run,
-        "pass@k": {str(k): _pass_k(solved, ids, runs, k) for k in range(1, runs + 1)},
+        "pass@k": {str(k): _pass_k(solved, scored, ids, k) for k in range(1, runs + 1)},
         "exit_status": dict(sorted(statuses.items(), key=lambda kv: -kv[1])),
         "submit_rate": statuses.get("submitted", 0) / len(episodes) if episodes else 0.0,
         "mean_turns": sum(t.num_turns for t in episodes) / len(episodes) if episodes else 0.0,
@@ -109,9 +136,18 @@ def build_report(run: Run, repos: dict[str, str] | None = None, runs: int | None
     }
 
 
-def _pass_k(solved: dict[str, list[bool]], ids: list[str], n: int, k: int) -> float:
-    """Unbiased Pass@k (Chen et al. 2021) averaged over tasks, n = runs (a missing episode is a failure)."""
-    return sum(pass_at_k(n, sum(solved[i]), k) for i in ids) / len(ids) if ids else 0.0
+def _rate(solved: dict[str, list[bool]], scored: dict[str, list[bool]], ids: list[str], r: int) -> float:
+    """Run r's resolved fraction over the tasks whose episode r is scored (0 when none is)."""
+    counted = [i for i in ids if scored[i][r]]
+    return sum(solved[i][r] for i in counted) / len(counted) if counted else 0.0
+
+
+def _pass_k(solved: dict[str, list[bool]], scored: dict[str, list[bool]], ids: list[str], k: int) -> float:
+    """Unbiased Pass@k (Chen et al. 2021) averaged over tasks, n = a task's scored runs (a missing episode is
+    a failure, an infrastructure failure is not a run); a task with fewer than k scored runs is left out."""
+    rows = [(sum(scored[i]), sum(s for s, ok in zip(solved[i], scored[i]) if ok)) for i in ids]
+    rows = [(n, c) for n, c in rows if n >= k]
+    return sum(pass_at_k(n, c, k) for n, c in rows) / len(rows) if rows else 0.0
 
 
 def prediction_patch(traj: Trajectory | None) -> str:

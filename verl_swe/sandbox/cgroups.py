@@ -16,7 +16,8 @@ from verl_swe.sandbox.config import Limits
 logger = logging.getLogger(__name__)
 
 ROOT = Path("/sys/fs/cgroup")
-_V1_CONTROLLERS = ("pids", "memory", "cpu", "cpuacct")  # cpuacct: CPU time, for cost accounting
+# cpuacct: CPU time, for cost accounting; freezer: a timed-out command's processes are frozen, then killed
+_V1_CONTROLLERS = ("pids", "memory", "cpu", "cpuacct", "freezer")
 
 
 def _own_paths() -> dict[str, str]:

@@ -12,6 +12,7 @@ import functools
 import logging
 import struct
 
+from verl_swe.sandbox import reaper
 from verl_swe.sandbox.base import Sandbox
 from verl_swe.sandbox.config import LABEL, DockerSandboxConfig, owner_id
 from verl_swe.sandbox.shell import KILLTREE, PersistentShell, SandboxError, supervisor_script
@@ -77,6 +78,7 @@ class DockerSandbox(Sandbox):
         self._client = docker_client(config.docker_host)
         self._stream: _DockerStream | None = None
         self._container_id: str | None = None
+        self._freezer: reaper.Freezer | None = None  # the container's cgroup, when the host can reach it
 
     async def _start(self) -> None:
         import docker.errors
@@ -119,9 +121,21 @@ class DockerSandbox(Sandbox):
         await _in_thread(self._client.api.start, self._container_id)
         self._shell = PersistentShell(self._stream, nonce, c.workdir, self._kill)
         await self._shell.start()
+        self._freezer = await _in_thread(self._find_freezer)
+
+    def _find_freezer(self) -> reaper.Freezer | None:
+        pid = self._client.api.inspect_container(self._container_id)["State"].get("Pid") or 0
+        freezer = reaper.Freezer.of_process(pid, self._container_id) if pid else None
+        if freezer is None:
+            _warn_fallback_once(self._client.api.base_url)
+        return freezer
 
     async def _kill(self, shell_pid: int, since_cs: int, kill_shell: bool) -> None:
-        # Runs inside the container, so pids and /proc are the container's own.
+        if self._freezer is not None:
+            await _in_thread(reaper.kill_command, self._freezer, shell_pid, since_cs, kill_shell)
+            return
+
+        # Fallback: runs inside the container, so pids and /proc are the container's own.
         def run() -> None:
             api = self._client.api
             exec_id = api.exec_create(
@@ -169,6 +183,13 @@ class DockerSandbox(Sandbox):
         if self._stream is not None:
             self._stream.close()
         await _in_thread(remove_container, self._client, self._id)
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_fallback_once(engine: str) -> None:
+    logger.warning("docker engine %s: this host cannot freeze its containers' cgroups (a remote engine, or a "
+                   "driver in another pid namespace); a timed-out command is killed from inside the container "
+                   "instead, which a fast fork bomb can outrun", engine)
 
 
 def remove_container(client, name_or_id: str) -> bool:

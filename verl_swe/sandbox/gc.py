@@ -116,6 +116,15 @@ def gc(everything: bool = False, docker: bool = True, local: bool = True,
     return report
 
 
+def gc_run(run: str, template=None, everything: bool = False) -> GcReport:
+    """The sandboxes of `run` on this machine that its dead drivers left (all of the run's with `everything`),
+    on the backend of `template` (a sandbox config; both backends when None). What a run collects when it starts
+    or resumes, and what a node's sandbox host collects."""
+    return gc(everything=everything, docker=template is None or template.backend == "docker",
+              local=template is None or template.backend == "local", run=run,
+              docker_host=getattr(template, "docker_host", None), state_dir=getattr(template, "state_dir", None))
+
+
 def _dead_start(d: Path, grace_s: float = 300.0) -> bool:
     """A state dir with no state.json: a start killed before writing it, once it is old enough."""
     import time

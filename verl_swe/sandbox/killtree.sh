@@ -22,9 +22,10 @@ fi
 # The shell's SIGUSR1 trap makes it abandon the rest of the command line once the current process dies.
 [ "$mode" = kill-shell ] || kill -USR1 "$shell" 2>/dev/null
 self=$$
-round=0
-while [ $round -lt 50 ]; do
-  found=
+# Stop before killing: a stopped process cannot fork, so each sweep finds fewer running ones, and a sweep that
+# finds none running has them all; then SIGKILL, which a stopped process takes. (Killing sweep by sweep loses
+# to a fork bomb.) The host's cgroup freezer (reaper.py) does this without racing; this is its fallback.
+victims() {
   for d in /proc/[0-9]*; do
     p=${d#/proc/}
     [ "$p" = "$self" ] && continue
@@ -34,8 +35,19 @@ while [ $round -lt 50 ]; do
     set -- ${stat##*) }
     [ "$1" = Z ] && continue
     [ "${20:-0}" -ge "$since" ] 2>/dev/null || continue
-    kill -9 "$p" 2>/dev/null && found=1
+    [ "$1" = T ] && [ "$want" = running ] && continue
+    kill "-$sig" "$p" 2>/dev/null && found=1
   done
+}
+round=0
+while [ $round -lt 500 ]; do
+  found=; want=running; sig=STOP; victims
+  [ -z "$found" ] && break
+  round=$((round + 1))
+done
+round=0
+while [ $round -lt 50 ]; do
+  found=; want=all; sig=KILL; victims
   [ -z "$found" ] && break
   round=$((round + 1))
 done

@@ -9,6 +9,7 @@ what a killed driver left behind; bwrap's --die-with-parent already kills the pr
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -16,7 +17,7 @@ import shutil
 import signal
 from pathlib import Path
 
-from verl_swe.sandbox import cgroups
+from verl_swe.sandbox import cgroups, reaper
 from verl_swe.sandbox.base import Sandbox
 from verl_swe.sandbox.config import LocalSandboxConfig, owner_id
 from verl_swe.sandbox.shell import KILLTREE, PersistentShell, SandboxError, supervisor_script
@@ -81,6 +82,7 @@ class LocalSandbox(Sandbox):
         self._proc: asyncio.subprocess.Process | None = None
         self._cgroups: list[Path] = []
         self._ns_pid: int | None = None  # host pid of the sandbox's pid-namespace init
+        self._freezer: reaper.Freezer | None = None  # its cgroup, frozen to kill a command's processes
 
     async def _start(self) -> None:
         if shutil.which("bwrap") is None:
@@ -112,10 +114,17 @@ class LocalSandbox(Sandbox):
         self._shell = PersistentShell(_PipeStream(self._proc), nonce, c.workdir, self._kill)
         await self._shell.start()
         self._ns_pid = _child_of(self._proc.pid)
+        self._freezer = reaper.Freezer.of_process(self._ns_pid, self._id) if self._ns_pid else None
+        if self._freezer is None:
+            _warn_fallback_once()
 
     async def _kill(self, shell_pid: int, since_cs: int, kill_shell: bool) -> None:
         if self._ns_pid is None:
             return
+        if self._freezer is not None:
+            await asyncio.to_thread(reaper.kill_command, self._freezer, shell_pid, since_cs, kill_shell)
+            return
+        # Fallback: no freezer cgroup of the sandbox's own.
         # Enter the sandbox's pid and mount namespaces so /proc and pids are the sandbox's own.
         proc = await asyncio.create_subprocess_exec(
             "nsenter", "-t", str(self._ns_pid), "-p", "-m", "sh", "-c", KILLTREE, "killtree",
@@ -159,6 +168,13 @@ class LocalSandbox(Sandbox):
                 pass
             await self._proc.wait()
         await asyncio.to_thread(_remove_state, self._dir, self._cgroups)
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_fallback_once() -> None:
+    logger.warning("local sandboxes have no freezer cgroup here (no cgroup v2, no v1 freezer controller, or no "
+                   "permission): a timed-out command is killed from inside the sandbox instead, which a fast "
+                   "fork bomb can outrun")
 
 
 def _remove_state(state_dir: Path, cgroup_dirs: list[Path]) -> None:

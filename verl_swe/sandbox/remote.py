@@ -173,12 +173,9 @@ class SandboxHost:
                 "gc_removed": removed.removed}
 
     def _gc(self, everything: bool):
-        from verl_swe.sandbox.gc import gc
+        from verl_swe.sandbox.gc import gc_run
 
-        t = self.template
-        return gc(everything=everything, docker=t is None or t.backend == "docker",
-                  local=t is None or t.backend == "local", run=self.run,
-                  docker_host=getattr(t, "docker_host", None), state_dir=getattr(t, "state_dir", None))
+        return gc_run(self.run, self.template, everything)
 
     async def gc(self, everything: bool = False) -> dict:
         """This run's orphans on this node (all of this run's sandboxes with `everything`)."""

@@ -225,6 +225,7 @@ class PersistentShell:
                 return value, False
             if kind == b"T":  # the command's start, in the sandbox's clock (/proc/uptime, 1/100 s)
                 self._command_start_cs = value
+                sink.reset()  # what came before it (a killed command's last words) is not this command's output
             elif kind == b"C":  # the late marker of an abandoned (cancelled) command: its output is not ours
                 sink.reset()
             elif kind == b"X":

@@ -62,3 +62,29 @@ def infra_batch_metrics(stats: Counter, prefix: str = "swe/infra") -> dict[str, 
     """What the step logs about it: `swe/infra/excluded`, `swe/infra/groups_dropped`."""
     return {f"{prefix}/excluded": float(stats["infra_excluded"]),
             f"{prefix}/groups_dropped": float(stats["infra_groups_dropped"])}
+
+
+def validation_without_infra_failures(data_sources: list, sample_uids: list, infos: dict[str, list],
+                                      turns: list, expected_counts: dict | None = None):
+    """Validation's samples without their infrastructure failures (reward_extra_info `infra_failure`, set by
+    `SWEAgentLoop`), so that `val-core/*` scores the episodes that ran, as training's advantages do; and
+    `val/infra/*`: how many failed so, by kind. Returns (data_sources, uids, infos, turns, expected_counts,
+    metrics)."""
+    kinds = [str(k or "") for k in infos.get("infra_failure", [""] * len(data_sources))]
+    keep = [i for i, kind in enumerate(kinds) if not kind]
+    failed = Counter(kind for kind in kinds if kind)
+    metrics = {"val/infra/failed": float(sum(failed.values())), "val/infra/episodes_scored": float(len(keep)),
+               **{f"val/infra/{kind}": float(n) for kind, n in failed.items()}}
+    if not failed:
+        return data_sources, sample_uids, infos, turns, expected_counts, metrics
+    logger.warning("validation: %d episodes failed for the infrastructure's reason (%s) and are left out of its "
+                   "scores; %d scored", sum(failed.values()), dict(failed), len(keep))
+    expected = dict(expected_counts or {})
+    for i, kind in enumerate(kinds):
+        key = (str(data_sources[i]), str(sample_uids[i]))
+        if kind and key in expected:
+            expected[key] -= 1
+    expected = {k: n for k, n in expected.items() if n > 0}
+    pick = lambda values: [values[i] for i in keep]  # noqa: E731
+    return (pick(data_sources), pick(sample_uids), {k: pick(v) for k, v in infos.items()},
+            pick(turns) if len(turns) == len(kinds) else turns, expected, metrics)

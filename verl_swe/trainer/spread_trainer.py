@@ -10,7 +10,8 @@ and 120 padding rows, which still moves Adam's moments and the weights as a full
 This reorders rows only *within* each rank after verl's balancing (so the token balance over ranks is
 verl's), giving every mini-batch an equal share of the padding: 7 steps of ~143 real rows each. It logs
 `swe/optimizer_steps` per iteration (P1 App. D reports 2-8) and the real rows of the emptiest step.
-The rest of verl branches on `trainer_mode == "sync"`; to it, this is that trainer.
+The rest of verl branches on `trainer_mode == "sync"`; to it, this is that trainer. Its validation leaves
+infrastructure failures out of the scores and counts them in `val/infra/*` (infra_filter.py).
 """
 
 from __future__ import annotations
@@ -61,6 +62,15 @@ class SpreadPaddingSyncTrainer(PPOTrainerSync):
         # dataloader and checkpoint code take their sync branches, as for trainer_mode=sync.
         self.trainer_mode = "sync"
         return super()._build_replay_buffer()
+
+    def _val_metrics_update(self, data_sources, sample_uids, reward_extra_infos_dict, sample_turns,
+                            expected_acc_counts=None):
+        # Validation scores the episodes that ran: infrastructure failures are counted apart (val/infra/*).
+        from verl_swe.trainer.infra_filter import validation_without_infra_failures
+
+        *kept, infra = validation_without_infra_failures(data_sources, sample_uids, reward_extra_infos_dict,
+                                                         list(sample_turns), expected_acc_counts)
+        return {**super()._val_metrics_update(*kept[:4], expected_acc_counts=kept[4]), **infra}
 
     def _balance_batch(self, batch, metrics, logging_prefix="global_seqlen", keep_minibatch=False):
         batch = super()._balance_batch(batch, metrics, logging_prefix=logging_prefix, keep_minibatch=keep_minibatch)
