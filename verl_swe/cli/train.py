@@ -128,3 +128,15 @@ def curriculum(
     attempted = sum(1 for i in ids if counts.attempts.get(i))
     console.print(f"{len(ids)} tasks, {attempted} attempted, {sum(counts.attempts.values())} episodes -> "
                   f"{len(keep)} in the stage-2 pool: {out}")
+
+
+def doctor(
+    gpus: bool = typer.Option(False, "--gpus", help="also require visible GPUs (imports torch)"),
+    as_json: bool = typer.Option(False, "--json"),
+):
+    """Does this environment's GPU stack run verl-swe? verl, torch (and its CUDA build against the driver),
+    vLLM, transformers, flash-attn, and the attention implementation that follows; exit 1 naming each problem."""
+    from verl_swe.trainer.gpu_stack import main
+
+    args = (["--gpus"] if gpus else []) + (["--json"] if as_json else [])
+    raise typer.Exit(main(args))
