@@ -29,6 +29,9 @@ class ExitStatus(str, Enum):
     MAX_TURNS = "max_turns"
     CONTEXT_EXHAUSTED = "context_exhausted"
     FORMAT_ERRORS = "format_errors"
+    # The server cut the turn's generation (finish reason length: the turn's max_new_tokens; or aborted) before
+    # the model ended it: no action to parse, so not a format error; the episode ends unsubmitted.
+    GENERATION_CUT = "generation_cut"
     SANDBOX_ERROR = "sandbox_error"
     TIMEOUT = "timeout"
     CANCELLED = "cancelled"
@@ -64,6 +67,9 @@ class Turn:
     stop_reason: str = ""
     generation_s: float = 0.0
     tool_s: float = 0.0
+    # The ids the model sampled for this turn, exactly (its end-of-turn token included when it ended the turn):
+    # SFT trains on these rather than on a re-encoding of `assistant` (verl_swe/rft/render.py). None: not recorded.
+    token_ids: list[int] | None = None
 
 
 @dataclass

@@ -8,6 +8,7 @@ import pytest
 from verl_swe.agent.episode import EpisodeLimits, run_episode
 from verl_swe.agent.llm import ModelError, Sampling
 from verl_swe.agent.tokens import ChatTokens
+from verl_swe.eval.metrics import episode_metrics
 from verl_swe.reward.turn_penalty import final_reward, turn_penalty
 from verl_swe.sandbox.shell import SandboxDied
 from verl_swe.testing.envs import ScriptedEnv
@@ -85,15 +86,27 @@ async def test_context_exhausted(chat):
 
 
 async def test_a_model_that_never_stops(chat):
-    # No end-of-turn token, ever: each turn is cut at max_new_tokens, closed with a masked end-of-turn
-    # token, and the run ends on format errors instead of hanging.
-    res, _, llm = await episode(chat, ["blah " * 500], stop=False, max_new_tokens=64, max_format_errors=3)
+    # No end-of-turn token, ever: the first turn is cut at max_new_tokens. The model never finished it, so it is
+    # no format error: the episode ends there (generation_cut), unsubmitted, R = 0 + the turn penalty (Eq. 3-4).
+    res, env, llm = await episode(chat, ["blah " * 500], stop=False, max_new_tokens=64, max_format_errors=3)
     t = res.trajectory
-    assert t.exit_status == ExitStatus.FORMAT_ERRORS and all(turn.stop_reason == "length" for turn in t.turns)
-    assert sum(res.response_mask) == 3 * 64
-    starts = [i for i, m in enumerate(res.response_mask) if m and (i == 0 or not res.response_mask[i - 1])]
-    for start in starts:  # right after the 64 generated tokens: the end-of-turn the loop added, masked
-        assert res.response_ids[start + 64] == chat.end_of_turn_id and res.response_mask[start + 64] == 0
+    assert t.exit_status == ExitStatus.GENERATION_CUT and [turn.stop_reason for turn in t.turns] == ["length"]
+    assert not t.turns[0].format_error and t.turns[0].token_ids == llm.generated and len(llm.generated) == 64
+    assert res.response_mask == [1] * 64 and env.finished_with is False and env.steps == 0  # nothing closed or run
+    assert t.reward == turn_penalty(1, 40, 10) == 0.0 and not t.resolved  # R = 0 unsubmitted, no penalty (1 turn)
+    m = episode_metrics(t)
+    assert m["swe/exit/generation_cut"] == 1.0 and m["swe/exit/format_errors"] == 0.0
+    assert m["swe/format_error_turns"] == 0.0
+
+
+async def test_an_aborted_generation_is_its_own_ending_not_a_format_error(chat):
+    llm = ScriptedLLM(chat.tok, chat.end_of_turn_id, [LS, SUBMIT], abort_after=3)
+    res = await run_episode(ScriptedEnv(), get_tool_set("paper"), llm, chat, "sys", EpisodeLimits(),
+                            Sampling(max_tokens=4096), "t-1")
+    t = res.trajectory
+    assert t.exit_status == ExitStatus.GENERATION_CUT and t.turns[0].stop_reason == "aborted"
+    assert not t.turns[0].format_error and len(t.turns) == 1 and len(t.messages) == 2  # never entered the chat
+    assert t.turns[0].token_ids == chat.tok.encode(LS, add_special_tokens=False)[:3] and t.reward == 0.0
 
 
 async def test_sandbox_death_ends_the_episode(chat):

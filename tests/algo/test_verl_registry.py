@@ -56,3 +56,29 @@ def test_the_plugin_loads_cleanly_in_a_fresh_verl_process():
             "assert get_trainer_cls('swe_sync').__name__ == 'SpreadPaddingSyncTrainer'; print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_metrics_verl_also_logs_have_verls_names_and_values():
+    # verl's vanilla PPO loss on the same tokens (dual clip far away: no token reaches clip_ratio_c = 10) logs
+    # pg_clipfrac, ppo_kl and pg_clipfrac_lower; swe_dapo logs each under the same name with the same value.
+    from verl.trainer.ppo.core_algos import get_policy_loss_fn
+
+    from verl_swe.algo.loss import dapo_token_loss
+
+    class Cfg(SimpleNamespace):
+        def get(self, key, default=None):
+            return getattr(self, key, default)
+
+    cfg = Cfg(clip_ratio=0.2, clip_ratio_low=0.2, clip_ratio_high=0.3, clip_ratio_c=10.0,
+              global_batch_info={"batch_num_tokens": 4, "dp_size": 1})
+    logp = torch.log(torch.tensor([[1.5, 0.5, 1.1, 0.7, 7.0]]))
+    old = torch.tensor([[0.0, 0.1, -0.2, 0.0, 0.0]])
+    adv = torch.tensor([[1.0, -1.0, 1.0, -1.0, 1.0]])
+    mask = torch.tensor([[1, 1, 1, 1, 0]]).bool()
+    _, theirs = get_policy_loss_fn("vanilla")(old_log_prob=old, log_prob=logp, advantages=adv, response_mask=mask,
+                                              loss_agg_mode="token-mean", config=cfg, rollout_is_weights=None)
+    _, ours = dapo_token_loss(old, logp, adv, mask, 0.2, 0.3)
+    assert set(theirs) <= set(ours)
+    for name, value in theirs.items():
+        assert ours[name] == pytest.approx(value), name
+    assert ours["actor/pg_clipfrac"] > 0 and ours["actor/pg_clipfrac_lower"] == 0.0

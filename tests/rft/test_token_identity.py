@@ -6,7 +6,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.rft.episodes import default_system, play, script
-from verl_swe.rft.build import build_sft_data
+from verl_swe.rft.build import NothingToTrain, build_sft_data
 from verl_swe.rft.dataset import TrajectorySFTDataset
 from verl_swe.rft.demo import DEMO_OPEN, with_demo
 from verl_swe.testing.tokenizer import qwen_tokenizer
@@ -63,3 +63,49 @@ async def test_the_demonstration_is_in_collection_only(tmp_path):
     ds = dataset(tmp_path / "sft.parquet")
     assert ds.messages[0][0]["content"] == default_system("paper") and DEMO_OPEN not in str(ds.messages[0])
     assert ds[0]["input_ids"].tolist() == rl.prompt_ids + rl.response_ids
+
+
+def non_canonical_reply(tok) -> list[int]:
+    """A well-formed reply whose ids spell " hello" as " hel" + "lo": text the tokenizer encodes otherwise."""
+    split = tok.encode(" hel", add_special_tokens=False) + tok.encode("lo", add_special_tokens=False)
+    assert tok.decode(split) == " hello" and len(tok.encode(" hello", add_special_tokens=False)) == 1
+    ids = tok.encode("I will say", add_special_tokens=False) + split + \
+        tok.encode(" and look.\n```command\nls -la\n```", add_special_tokens=False)
+    assert tok.encode(tok.decode(ids), add_special_tokens=False) != ids  # a re-encoding would not give these ids
+    return ids
+
+
+async def test_sft_trains_on_the_ids_the_policy_sampled_not_a_reencoding(tmp_path):
+    tok = qwen_tokenizer()
+    sampled = non_canonical_reply(tok)
+    res = await play([sampled, script("paper", (), 2)[-1]], run_dir=tmp_path / "run")
+    assert res.trajectory.turns[0].token_ids == sampled + [tok.convert_tokens_to_ids("<|im_end|>")]
+
+    report = build_sft_data([tmp_path / "run"], tmp_path / "sft.parquet", tok, max_tokens=100_000)
+    assert report.token_ids == {"sampled": 1, "reencoded": 0, "reencoding_differs": 1, "turns_differ": 1}
+    item = dataset(tmp_path / "sft.parquet")[0]
+    assert item["input_ids"].tolist() == res.prompt_ids + res.response_ids  # the rollout's ids, the split kept
+    assert item["loss_mask"].tolist() == expected_sft_mask(res)
+
+
+async def test_a_trajectory_without_ids_is_reencoded_and_one_whose_ids_do_not_spell_its_text_is_excluded(tmp_path):
+    import json
+
+    tok = qwen_tokenizer()
+    res = await play([non_canonical_reply(tok), script("paper", (), 2)[-1]], run_dir=tmp_path / "run")
+    [path] = (tmp_path / "run" / "trajectories").glob("*/*.json")
+    doc = json.loads(path.read_text())
+    for turn in doc["turns"]:
+        turn.pop("token_ids")  # as trajectories saved before the ids were recorded
+    path.write_text(json.dumps(doc))
+    report = build_sft_data([tmp_path / "run"], tmp_path / "old.parquet", tok, max_tokens=100_000)
+    assert report.token_ids == {"sampled": 0, "reencoded": 1, "reencoding_differs": 0, "turns_differ": 0}
+    ids = dataset(tmp_path / "old.parquet")[0]["input_ids"].tolist()
+    assert ids != res.prompt_ids + res.response_ids and tok.decode(ids) == tok.decode(res.prompt_ids + res.response_ids)
+
+    doc["turns"][0]["token_ids"] = tok.encode("something else", add_special_tokens=False)
+    path.write_text(json.dumps(doc))
+    with pytest.raises(NothingToTrain):
+        build_sft_data([tmp_path / "run"], tmp_path / "bad.parquet", tok, max_tokens=100_000)
+    problems = json.loads((tmp_path / "bad.report.json").read_text())["problems"]
+    assert [p["reason"] for p in problems] == ["bad_structure"] and "do not decode" in problems[0]["message"]

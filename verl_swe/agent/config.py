@@ -37,7 +37,7 @@ class OverlongConfig(BaseModel):
     """Off by default (P1 Sec. 5.2: masking looping trajectories removes their negative signal)."""
 
     model_config = ConfigDict(extra="forbid")
-    mask_truncated: bool = False  # DeepSWE-style: episodes cut by context or turn cap train on nothing
+    mask_truncated: bool = False  # DeepSWE-style: episodes cut by context, turn cap, clock or a cut generation train on nothing
     soft_penalty_cache_tokens: int = Field(0, ge=0)  # > 0: DAPO Eq. 13 over the response length, this buffer
 
 

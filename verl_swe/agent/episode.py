@@ -187,10 +187,14 @@ async def _loop(env, tools, llm, chat, limits, sampling, traj, trace) -> tuple[E
         generation_s = time.monotonic() - t0
         trace.add_generated(gen.token_ids, gen.logprobs)
         if not (gen.token_ids and gen.token_ids[-1] == chat.end_of_turn_id):
-            if _full(trace, limits):  # cut off by the context, not by the turn cap
-                traj.turns.append(Turn(index, chat.tok.decode(gen.token_ids), None, "", False,
-                                       len(gen.token_ids), 0, gen.stop_reason, round(generation_s, 4)))
-                return ExitStatus.CONTEXT_EXHAUSTED, False
+            # Cut off by the context, or by the server (the turn's token cap, or an abort): the model never
+            # finished this turn, so there is no action to parse. Recorded, and the episode ends unsubmitted.
+            cut = ExitStatus.CONTEXT_EXHAUSTED if _full(trace, limits) else (
+                ExitStatus.GENERATION_CUT if gen.stop_reason in ("length", "aborted") else None)
+            if cut is not None:
+                traj.turns.append(Turn(index, chat.tok.decode(gen.token_ids), None, "", False, len(gen.token_ids),
+                                       0, gen.stop_reason, round(generation_s, 4), token_ids=list(gen.token_ids)))
+                return cut, False
             trace.add_context([chat.end_of_turn_id])  # close the turn the model left open (mask 0)
         ended = bool(gen.token_ids) and gen.token_ids[-1] == chat.end_of_turn_id
         text = chat.tok.decode(gen.token_ids[:-1] if ended else gen.token_ids)
@@ -210,12 +214,12 @@ async def _loop(env, tools, llm, chat, limits, sampling, traj, trace) -> tuple[E
                 # the turn penalty and the viewer agree with the response, then end the episode as before.
                 traj.turns.append(Turn(index, text, action, f"[the episode ended here: {type(e).__name__}: {e}]",
                                        False, len(gen.token_ids), 0, gen.stop_reason, round(generation_s, 4),
-                                       round(time.monotonic() - t1, 4)))
+                                       round(time.monotonic() - t1, 4), token_ids=list(gen.token_ids)))
                 raise
             observation, done = step.observation, step.done
         observation = truncate_middle(observation, limits.observation_head_chars, limits.observation_tail_chars)
         turn = Turn(index, text, action, observation, action is None, len(gen.token_ids), 0, gen.stop_reason,
-                    round(generation_s, 4), round(time.monotonic() - t1, 4))
+                    round(generation_s, 4), round(time.monotonic() - t1, 4), token_ids=list(gen.token_ids))
         traj.turns.append(turn)
         if done:
             return ExitStatus.SUBMITTED, True

@@ -1,8 +1,9 @@
 """An OpenAI-compatible completions server (e.g. `vllm serve`) as the agent's model, token ids in and out.
 
 The prompt is sent as token ids, and the reply's token ids are read back (vLLM's `return_token_ids`,
-or its `token_id:N` logprob tokens), so nothing is re-tokenized. Sampling filters are sent explicitly
-off, so the server's generation_config defaults cannot switch them on (paper 5.2).
+or its `token_id:N` logprob tokens), so nothing is re-tokenized. Every sampling value is sent explicitly
+(the filters off for the rollout setting, paper 5.2; the model's own defaults under `--decoding
+model-defaults`, verl_swe/agent/decoding.py), so the server's generation_config defaults never change them.
 
 Each request's timeout scales with its tokens (`request_timeout_s`): a 131k-token prompt on a server that
 32 workers share waits for its prefill behind others', which a fixed 600 s does not cover, while a short

@@ -108,8 +108,8 @@ class SWEAgentLoop(AgentLoopBase):
         from verl_swe.types import ExitStatus
 
         opts, reward = self.agent_config.overlong, traj.reward
-        if opts.mask_truncated and traj.exit_status in (ExitStatus.CONTEXT_EXHAUSTED, ExitStatus.MAX_TURNS,
-                                                        ExitStatus.TIMEOUT):
+        if opts.mask_truncated and traj.exit_status in (ExitStatus.CONTEXT_EXHAUSTED, ExitStatus.GENERATION_CUT,
+                                                        ExitStatus.MAX_TURNS, ExitStatus.TIMEOUT):
             mask = [0] * len(mask)
         if opts.soft_penalty_cache_tokens:
             max_len = self.rollout_config.response_length

@@ -9,11 +9,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from verl_swe.cli.episodes import (Backend, CacheDir, ContextTokens, InstanceIds, Instances, MaxNewTokens, MaxTurns,
-                                   ReposDir, Temperature, TimeoutS, Tokenizer, ToolSetName, Workers,
-                                   read_selected_tasks, run_episodes)
+from verl_swe.cli.episodes import (Backend, CacheDir, ContextTokens, DecodingSpec, InstanceIds, Instances, MaxNewTokens,
+                                   MaxTurns, OptionalTemperature, ReposDir, TimeoutS, Tokenizer, ToolSetName, Workers,
+                                   read_selected_tasks, resolve_decoding_option, run_episodes)
 
 console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def rollout(
@@ -30,17 +31,25 @@ def rollout(
     context_tokens: ContextTokens = 65_536,
     max_new_tokens: MaxNewTokens = 4_096,
     timeout_s: TimeoutS = 3_600.0,
-    temperature: Temperature = 1.0,
+    temperature: OptionalTemperature = None,
+    decoding: DecodingSpec = None,
     repos_dir: ReposDir = None,
     cache_dir: CacheDir = None,
     instance_ids: InstanceIds = None,
 ):
-    """Run N episodes per task; saves each trajectory as it ends, and resumes a run directory."""
+    """Run N episodes per task; saves each trajectory as it ends, and resumes a run directory. Samples with the
+    training rollout's setting unless --decoding says otherwise."""
     from pydantic import ValidationError
 
     from verl_swe.agent.config import AgentConfig, LimitsConfig
 
     tasks = read_selected_tasks(instances, instance_ids)
+    from verl_swe.agent.decoding import Decoding
+
+    # `eval` passes the Decoding it resolved (its default is the model's, not the rollout's).
+    chosen = decoding if isinstance(decoding, Decoding) else resolve_decoding_option(decoding, "rollout", model,
+                                                                                     tokenizer, temperature)
+    err_console.print(chosen.describe())
     try:
         cfg = AgentConfig(tool_set=tool_set, backend=backend, repos_dir=repos_dir, cache_dir=cache_dir,
                           trajectory_dir=out, limits=LimitsConfig(max_turns=max_turns, context_tokens=context_tokens,
@@ -50,6 +59,6 @@ def rollout(
     from transformers import AutoTokenizer
 
     summary = run_episodes(tasks, cfg, AutoTokenizer.from_pretrained(tokenizer or model), endpoint, model, n, out,
-                           workers, temperature)
+                           workers, chosen)
     console.print(json.dumps({k: v for k, v in summary.items() if k != "per_task"}))
     console.print(f"trajectories: {out / 'trajectories'}   predictions: {out / 'predictions.jsonl'}")

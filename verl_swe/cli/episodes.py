@@ -28,6 +28,23 @@ Temperature = Annotated[float, typer.Option(min=0.0)]
 ReposDir = Annotated[Optional[Path], typer.Option(help="directory of owner__name git clones")]
 CacheDir = Annotated[Optional[Path], typer.Option(help="environment cache (default $VERL_SWE_CACHE)")]
 InstanceIds = Annotated[Optional[List[str]], typer.Option("--instance-id", help="only these tasks (repeatable)")]
+DecodingSpec = Annotated[Optional[List[str]], typer.Option(
+    "--decoding", help="rollout (temperature 1, filters off), model-defaults[=PATH] (the model's "
+                       "generation_config.json), and/or KEY=VALUE overrides (temperature, top_p, top_k, min_p, "
+                       "repetition_penalty, ...); repeatable")]
+OptionalTemperature = Annotated[Optional[float], typer.Option(min=0.0, help="shorthand for --decoding temperature=T")]
+
+
+def resolve_decoding_option(spec: list[str] | None, default: str, model: str | None, tokenizer: str | None,
+                            temperature: float | None = None):
+    """`--decoding` (and `--temperature`, an override on top) resolved, or a usage error naming the option."""
+    from verl_swe.agent.decoding import DecodingError, resolve_decoding
+
+    spec = list(spec or []) + ([f"temperature={temperature}"] if temperature is not None else [])
+    try:
+        return resolve_decoding(spec, default, model, tokenizer)
+    except DecodingError as e:
+        raise typer.BadParameter(str(e), param_hint="--decoding") from None
 
 
 def read_selected_tasks(instances: str, instance_ids: list[str] | None) -> list:
@@ -48,18 +65,19 @@ def read_selected_tasks(instances: str, instance_ids: list[str] | None) -> list:
 
 
 def run_episodes(tasks: list, config, tokenizer, endpoint: str, model: str, n: int, out: Path, workers: int,
-                 temperature: float) -> dict:
-    """K episodes per task against `endpoint` (or `local`: `model` loaded here), resumable in `out`.
+                 decoding) -> dict:
+    """K episodes per task against `endpoint` (or `local`: `model` loaded here), resumable in `out`, sampled
+    with `decoding` (a verl_swe.agent.decoding.Decoding).
 
     A failed model server stops the run with exit status 1: the episodes it abandoned are not saved, so
     rerunning the same command runs exactly those and the ones never started.
     """
-    from verl_swe.agent.llm import ModelError, Sampling
+    from verl_swe.agent.llm import ModelError
     from verl_swe.agent.rollout import rollout_at
     from verl_swe.agent.runner import AgentRunner
 
     runner = AgentRunner(config, tokenizer)
-    sampling = Sampling(max_tokens=config.limits.max_new_tokens, temperature=temperature)
+    sampling = decoding.sampling(config.limits.max_new_tokens)
     try:
         return asyncio.run(rollout_at(endpoint, model, tasks, runner, sampling, n, out, workers, progress=True))
     except ModelError as e:

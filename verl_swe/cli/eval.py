@@ -17,9 +17,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from verl_swe.cli.episodes import (Backend, CacheDir, ContextTokens, InstanceIds, Instances, MaxNewTokens, MaxTurns,
-                                   ReposDir, Temperature, TimeoutS, Tokenizer, ToolSetName, Workers,
-                                   read_selected_tasks)
+from verl_swe.agent.decoding import MODEL_DEFAULTS, NEUTRAL
+from verl_swe.cli.episodes import (Backend, CacheDir, ContextTokens, DecodingSpec, InstanceIds, Instances, MaxNewTokens,
+                                   MaxTurns, OptionalTemperature, ReposDir, TimeoutS, Tokenizer, ToolSetName, Workers,
+                                   read_selected_tasks, resolve_decoding_option)
+from verl_swe.eval.setting import requested_setting
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
@@ -54,21 +56,21 @@ def eval_cmd(
     context_tokens: ContextTokens = 65_536,
     max_new_tokens: MaxNewTokens = 4_096,
     timeout_s: TimeoutS = 3_600.0,
-    temperature: Temperature = 1.0,
+    decoding: DecodingSpec = None,
+    temperature: OptionalTemperature = None,
     repos_dir: ReposDir = None,
     cache_dir: CacheDir = None,
-    subset: Annotated[Optional[int], typer.Option(min=1, help="a fixed random subset of this many tasks (paper: 50)")] = None,
-    subset_seed: Annotated[int, typer.Option(help="seed of --subset: the same tasks every time")] = 0,
+    subset: Annotated[Optional[str], typer.Option(help="verified-50 (the paper's, App. B), a file of instance ids, "
+                                                       "or N: a fixed random N of the tasks")] = None,
+    subset_seed: Annotated[int, typer.Option(help="seed of --subset N: the same tasks every time")] = 0,
     instance_ids: InstanceIds = None,
     report_only: Annotated[bool, typer.Option(help="run no episodes: report what RUN_DIR holds")] = False,
 ):
-    """Evaluate a served model: N runs over the tasks, graded; Pass@1 +- SEM, Pass@k, per repository."""
-    from verl_swe.eval.runs import subset_ids
-
+    """Evaluate a served model: N runs over the tasks, graded; Pass@1 +- SEM, Pass@k, per repository. Samples with
+    the model's own decoding defaults (its generation_config.json, as the paper evaluates) unless --decoding says
+    otherwise."""
     tasks = read_selected_tasks(instances, instance_ids)
-    if subset:
-        chosen = set(subset_ids([t.instance_id for t in tasks], subset, subset_seed))
-        tasks = [t for t in tasks if t.instance_id in chosen]
+    tasks, subset_info = _subset(tasks, subset, subset_seed, instances)
     if not tasks:
         raise typer.BadParameter(f"no tasks to evaluate in {instances}", param_hint="--instances")
     ids = [t.instance_id for t in tasks]
@@ -79,21 +81,61 @@ def eval_cmd(
         model = model or (served_model(endpoint) if endpoint != "local" else None)
         if model is None:
             raise typer.BadParameter("--endpoint local needs --model", param_hint="--model")
+        chosen = resolve_decoding_option(decoding, MODEL_DEFAULTS, model, tokenizer, temperature)
+        _refuse_mixed(out, set(ids), requested_setting(chosen.values, context_tokens, max_turns, max_new_tokens))
         from verl_swe.cli.agent import rollout
 
         # The same agent loop, resumable store and grading as `verl-swe rollout`: episode r of a task is run r.
         rollout(instances=instances, endpoint=endpoint, model=model, tokenizer=tokenizer, n=runs, out=out,
                 backend=backend, workers=workers, tool_set=tool_set, max_turns=max_turns,
                 context_tokens=context_tokens, max_new_tokens=max_new_tokens, timeout_s=timeout_s,
-                temperature=temperature, repos_dir=repos_dir, cache_dir=cache_dir, instance_ids=ids)
-    report(out, {t.instance_id: t.repo for t in tasks}, runs, model or "verl-swe",
-           {"subset": subset, "subset_seed": subset_seed, "instances": instances} if subset else None)
+                decoding=chosen, repos_dir=repos_dir, cache_dir=cache_dir, instance_ids=ids)
+    report(out, {t.instance_id: t.repo for t in tasks}, runs, model or "verl-swe", subset_info)
+
+
+def _subset(tasks: list, subset: str | None, seed: int, instances: str) -> tuple[list, dict]:
+    """The tasks of --subset, and what the report says of it (the whole task list when there is none)."""
+    from verl_swe.eval.runs import subset_ids
+    from verl_swe.eval.subsets import SubsetError, select_subset
+
+    every = [t.instance_id for t in tasks]
+    if subset is None:
+        return tasks, {"name": "all", "instances": instances, "size": len(tasks)}
+    if subset.isdigit():
+        chosen = subset_ids(every, int(subset), seed)
+        info = {"name": f"random-{subset}", "size": len(chosen), "subset_seed": seed, "instances": instances}
+    else:
+        try:
+            chosen, info = select_subset(every, subset)
+        except SubsetError as e:
+            raise typer.BadParameter(str(e), param_hint="--subset") from None
+        info["instances"] = instances
+    keep = set(chosen)
+    return [t for t in tasks if t.instance_id in keep], info
+
+
+def _refuse_mixed(out: Path, ids: set[str], wanted: dict) -> None:
+    """Resuming into RUN_DIR must not mix settings: its episodes' numbers would come from two decodings."""
+    from verl_swe.eval.runs import RunDirError, read_run
+    from verl_swe.eval.setting import run_settings, same
+
+    try:
+        run = read_run(out)
+    except RunDirError:
+        return  # a new run directory
+    for setting, n in run_settings(t for t in run.trajectories if t.instance_id in ids and t.settled):
+        if not same(setting, wanted):
+            raise typer.BadParameter(
+                f"{out} holds {n} episodes run with {json.dumps(setting, sort_keys=True)}; this run asks for "
+                f"{json.dumps(wanted, sort_keys=True)}: use another --out, or the same --decoding / --context-tokens "
+                "/ --max-turns / --max-new-tokens", param_hint="--out")
 
 
 def report(out: Path, repos: dict[str, str], runs: int, model_name: str, subset: dict | None = None) -> dict:
     from verl_swe.eval.plots import plot_eval
     from verl_swe.eval.report import build_report, write_predictions, write_report
     from verl_swe.eval.runs import RunDirError, read_run
+    from verl_swe.eval.setting import run_settings
 
     try:
         run = read_run(out)
@@ -105,16 +147,38 @@ def report(out: Path, repos: dict[str, str], runs: int, model_name: str, subset:
     result = build_report(run, repos, runs)
     if subset:
         result["subset"] = {**subset, "instance_ids": sorted(repos)}
+    # What produced every number of this report: the subset above, and the decoding and context of its episodes.
+    settings = run_settings(t for t in run.trajectories if t.instance_id in repos and t.settled)
+    result["setting"] = None if not settings else settings[0][0] if len(settings) == 1 else {
+        "mixed": [{**s, "episodes": n} for s, n in settings]}
+    if len(settings) > 1:
+        err_console.print(f"[yellow]{out} mixes {len(settings)} decoding/context settings[/]: its numbers are not "
+                          "one setting's (report.json `setting.mixed`)")
     write_report(result, out / "report.json")
     write_predictions(run, list(repos), runs, out / "predictions", model_name)
     plot_eval(result, out / "plots")
     console.print(report_table(result))
+    console.print(setting_line(result))
     if result["missing_episodes"]:
         err_console.print(f"[yellow]{result['missing_episodes']} episodes missing[/] (counted unresolved); "
                           "rerun the same command to finish them")
     console.print(f"report: {out / 'report.json'}   predictions: {out / 'predictions'}/run_<r>.jsonl   "
                   f"plots: {out / 'plots'}   viewer: verl-swe view {out}")
     return result
+
+
+def setting_line(r: dict) -> str:
+    """One line saying which subset, decoding and context produced the report's numbers."""
+    sub = r.get("subset") or {}
+    where = f"subset {sub.get('name', 'all')} ({sub.get('size', r['tasks'])} tasks)"
+    s = r.get("setting") or {}
+    if "mixed" in s:
+        return f"{where}; MIXED settings: {len(s['mixed'])} (see report.json setting.mixed)"
+    if not s:
+        return where
+    order = [*NEUTRAL, *sorted(set(s["decoding"]) - set(NEUTRAL))]
+    dec = ", ".join(f"{k}={s['decoding'][k]}" for k in order if k in s["decoding"])
+    return f"{where}; decoding {dec}; context {s['context_tokens']} tokens, {s['max_turns']} turns"
 
 
 def report_table(r: dict) -> Table:

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from verl_swe.cli.episodes import (Backend, CacheDir, ContextTokens, InstanceIds, Instances, MaxNewTokens, MaxTurns,
                                    ReposDir, Temperature, TimeoutS, Tokenizer, ToolSetName, Workers,
-                                   read_selected_tasks, run_episodes)
+                                   read_selected_tasks, resolve_decoding_option, run_episodes)
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
@@ -62,7 +62,8 @@ def collect(
         claim_run_dir(out, demo_text, str(demo) if demo else None, model, tool_set)
     except (KeyError, ValidationError, DemoError, RunDirMismatch) as e:
         raise typer.BadParameter(str(e)) from None
-    summary = run_episodes(tasks, cfg, tok, endpoint, model, n, out, workers, temperature)
+    decoding = resolve_decoding_option(None, "rollout", model, tokenizer, temperature)
+    summary = run_episodes(tasks, cfg, tok, endpoint, model, n, out, workers, decoding)
     console.print(json.dumps({k: v for k, v in summary.items() if k != "per_task"}))
     console.print(f"trajectories: {out / 'trajectories'}   next: verl-swe rft build {out} --out sft.parquet "
                   f"--tokenizer {tokenizer or model}")
@@ -101,6 +102,10 @@ def _print_report(r: dict) -> None:
         table.add_row(stage, str(count))
     console.print(table)
     console.print(f"tasks {r['tasks']}  tokens {r['tokens']}  turns {r['turns']}")
+    ids = r["token_ids"]
+    console.print(f"assistant ids: {ids['sampled']} rows as the rollout sampled them, {ids['reencoded']} re-encoded "
+                  f"from text (no ids recorded); {ids['reencoding_differs']} sampled rows ({ids['turns_differ']} "
+                  "turns) would differ if re-encoded")
     for p in r["problems"]:
         err_console.print(f"[yellow]{p['reason']}[/] {p['path']}: {p['message']}")
     console.print(f"wrote {r['out']} and {r['report_path']}")

@@ -60,6 +60,7 @@ TRAINING_PANELS = (
         Curve("submitted", _exact("swe/submitted")),
         Curve("context exhausted", _exact("swe/exit/context_exhausted")),
         Curve("max turns", _exact("swe/exit/max_turns")),
+        Curve("generation cut", _exact("swe/exit/generation_cut")),
     )),
     Panel("mismatch", "Rollout vs trainer log-prob difference (verl)", "|logp diff|", (
         Curve("mean", _exact("training/rollout_probs_diff_mean")),

@@ -7,6 +7,10 @@ agent never submitted: training on it would teach not to submit), bad_structure,
 task and the same assistant turns as a trajectory kept before it), too_long (over `max_tokens` as the
 rollout tokenized it), no_trained_turns (every turn a format error), over_task_cap.
 `files == kept + sum(excluded)` always holds.
+
+A kept row trains on the ids the policy sampled where its trajectory recorded them (`Turn.token_ids`), and on
+its text re-encoded where it did not; `token_ids` in the report counts both, and the rows whose sampled ids
+differ from the re-encoding (what an SFT built from text would have got wrong).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 from verl_swe.agent.tokens import ChatTokens
 from verl_swe.files import write_json_atomic
 from verl_swe.rft.read import Problem, read_run_dir
-from verl_swe.rft.render import SFTExample, ShapeError, sft_example, token_ids
+from verl_swe.rft.render import SFTExample, ShapeError, reencoding_differs, sft_example, token_ids
 from verl_swe.types import ExitStatus, Trajectory
 
 logger = logging.getLogger(__name__)
@@ -59,6 +63,10 @@ class BuildReport:
     tokens: dict[str, float] = field(default_factory=dict)  # of the kept trajectories
     turns: dict[str, int] = field(default_factory=dict)
     demo_stripped: int = 0  # kept trajectories whose system prompt carried the collection demonstration
+    # Kept rows by where their assistant ids come from: `sampled` (the rollout's own), `reencoded` (none recorded);
+    # `reencoding_differs`: sampled rows whose text re-encodes to other ids (`turns_differ` such turns in all).
+    token_ids: dict[str, int] = field(default_factory=lambda: {"sampled": 0, "reencoded": 0, "reencoding_differs": 0,
+                                                               "turns_differ": 0})
     problems: list[dict[str, str]] = field(default_factory=list)  # every file excluded for what is in it
     paper: dict[str, int] = field(default_factory=lambda: dict(PAPER_FUNNEL))
 
@@ -150,7 +158,12 @@ def _keep(traj, path, report, chats, tokenizer, template_kwargs, max_tokens, see
     chat_key = (tools_json, ex.observation_role)
     if chat_key not in chats:
         chats[chat_key] = ChatTokens(tokenizer, ex.tools, ex.observation_role, template_kwargs)
-    ids, mask = token_ids(chats[chat_key], ex.messages, ex.assistant_loss_mask)
+    try:
+        ids, mask = token_ids(chats[chat_key], ex.messages, ex.assistant_loss_mask, ex.assistant_token_ids)
+        differ = reencoding_differs(chats[chat_key], ex.messages, ex.assistant_token_ids)
+    except ShapeError as e:
+        report.exclude("bad_structure", path, str(e))
+        return None
     if len(ids) > max_tokens:
         report.exclude("too_long")
         return None
@@ -162,6 +175,9 @@ def _keep(traj, path, report, chats, tokenizer, template_kwargs, max_tokens, see
         return None
     per_task[traj.instance_id] += 1
     report.demo_stripped += ex.demo_stripped
+    report.token_ids["sampled" if ex.assistant_token_ids is not None else "reencoded"] += 1
+    report.token_ids["reencoding_differs"] += bool(differ)
+    report.token_ids["turns_differ"] += differ
     return {**ex.row(), "instance_id": traj.instance_id, "episode_id": traj.episode_id,
             "tool_set": traj.metadata.get("tool_set"), "source": str(path), "num_tokens": len(ids),
             "trained_tokens": sum(mask), "num_turns": len(ex.assistant_loss_mask),

@@ -1,6 +1,7 @@
 """The verl SFT dataset for `verl-swe rft build` parquet: verl's `MultiTurnSFTDataset` trains every
 assistant message; this one trains only the turns whose action was well formed (P1 Sec. 4.2, Fig. 2)
-and tokenizes each row exactly as the rollout did (verl_swe/rft/render.py), so SFT and RL see the same ids.
+and tokenizes each row exactly as the rollout did (verl_swe/rft/render.py), so SFT and RL see the same ids:
+the assistant turns' sampled ids where the row has them (`assistant_token_ids_json`), else their text re-encoded.
 
     data.custom_cls.path=pkg://verl_swe.rft.dataset data.custom_cls.name=TrajectorySFTDataset
 
@@ -32,6 +33,8 @@ class TrajectorySFTDataset(MultiTurnSFTDataset):
         self.loss_flags = self.dataframe["assistant_loss_mask"].apply(convert_nested_value_to_list_recursive).tolist()
         self.tools_json = [str(x) for x in self.dataframe["tools_json"]]
         self.roles = [str(x) for x in self.dataframe["observation_role"]]
+        sampled = self.dataframe.get("assistant_token_ids_json")  # absent in parquet built before ids were recorded
+        self.sampled_ids = [json.loads(x) for x in sampled] if sampled is not None else [None] * len(self.dataframe)
         ids = self.dataframe["episode_id"] if "episode_id" in self.dataframe.columns else range(len(self.dataframe))
         self.names = [str(x) for x in ids]
         self._chats: dict[tuple[str, str], ChatTokens] = {}
@@ -44,7 +47,7 @@ class TrajectorySFTDataset(MultiTurnSFTDataset):
 
     def __getitem__(self, item):
         chat = self._chat(self.tools_json[item], self.roles[item])
-        ids, mask = token_ids(chat, self.messages[item], self.loss_flags[item])
+        ids, mask = token_ids(chat, self.messages[item], self.loss_flags[item], self.sampled_ids[item])
         input_ids = torch.tensor(ids, dtype=torch.long)
         loss_mask = torch.tensor(mask, dtype=torch.long)
         n = len(ids)

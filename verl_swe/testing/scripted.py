@@ -1,8 +1,9 @@
 """A scripted model: it answers with exactly the tokens of the texts it was given, in order.
 
 Used where a real served model cannot run (tests, benchmarks). It tokenizes each scripted reply with
-the real tokenizer, appends the end-of-turn token (unless told the model "never stops"), and returns
-those ids with fixed log-probs; it records every prompt it was sent.
+the real tokenizer (a reply given as a list of ids is returned as those ids: a tokenization the tokenizer
+would not produce, as a sampling model can), appends the end-of-turn token (unless told the model "never
+stops"), and returns those ids with fixed log-probs; it records every prompt it was sent.
 """
 
 from __future__ import annotations
@@ -11,13 +12,20 @@ from typing import Callable, Sequence
 
 from verl_swe.agent.llm import Generation, Sampling
 
-Reply = str | Callable[[list[int]], str]
+Reply = str | list[int] | Callable[[list[int]], str]
+
+
+def reply_ids(tok, reply: Reply, prompt_ids: list[int]) -> list[int]:
+    text = reply(prompt_ids) if callable(reply) else reply
+    return list(text) if isinstance(text, list) else tok.encode(text, add_special_tokens=False)
 
 
 class ScriptedLLM:
     def __init__(self, tokenizer, end_of_turn_id: int, replies: Sequence[Reply], *, stop: bool = True,
-                 logprob: float = -0.5, repeat_last: bool = False):
+                 logprob: float = -0.5, repeat_last: bool = False, abort_after: int | None = None):
+        """`abort_after`: the server aborts each reply after this many tokens (vLLM finish reason "abort")."""
         self.tok = tokenizer
+        self.abort_after = abort_after
         self.eot = end_of_turn_id
         self.replies = list(replies)
         self.stop = stop
@@ -36,11 +44,12 @@ class ScriptedLLM:
         if n >= len(self.replies) and not self.repeat_last:
             raise RuntimeError(f"the script has {len(self.replies)} replies; turn {n + 1} was asked for")
         reply = self.replies[min(n, len(self.replies) - 1)]
-        text = reply(prompt_ids) if callable(reply) else reply
-        ids = self.tok.encode(text, add_special_tokens=False) + ([self.eot] if self.stop else [])
+        ids = reply_ids(self.tok, reply, prompt_ids) + ([self.eot] if self.stop else [])
         stop_reason = "stop"
         if len(ids) > sampling.max_tokens:
             ids, stop_reason = ids[: sampling.max_tokens], "length"
+        if self.abort_after is not None and len(ids) > self.abort_after:
+            ids, stop_reason = ids[: self.abort_after], "aborted"
         self.generated.extend(ids)
         return Generation(ids, [self.logprob] * len(ids), stop_reason)
 
@@ -75,8 +84,7 @@ class TurnScriptedLLM(ScriptedLLM):
     async def generate(self, prompt_ids: list[int], sampling: Sampling, request_id: str) -> Generation:
         turn = int(request_id.rsplit("-", 1)[1])
         reply = self.replies[min(turn, len(self.replies) - 1)]
-        text = reply(prompt_ids) if callable(reply) else reply
-        ids = self.tok.encode(text, add_special_tokens=False) + ([self.eot] if self.stop else [])
+        ids = reply_ids(self.tok, reply, prompt_ids) + ([self.eot] if self.stop else [])
         stop_reason = "stop"
         if len(ids) > sampling.max_tokens:
             ids, stop_reason = ids[: sampling.max_tokens], "length"
