@@ -162,6 +162,11 @@ def report(out: Path, repos: dict[str, str], runs: int, model_name: str, subset:
     if result["missing_episodes"]:
         err_console.print(f"[yellow]{result['missing_episodes']} episodes missing[/] (counted unresolved); "
                           "rerun the same command to finish them")
+    if result["infra_failed_episodes"]:
+        kinds = ", ".join(f"{k} {n}" for k, n in result["unsettled_episodes"].items() if k != "cancelled")
+        err_console.print(f"[yellow]{result['infra_failed_episodes']} episodes failed for the infrastructure's "
+                          f"reason[/] ({kinds}): not scored, so Pass@1 is over the {result['scored_episodes']} that "
+                          "ran; rerun the same command to try them again")
     console.print(f"report: {out / 'report.json'}   predictions: {out / 'predictions'}/run_<r>.jsonl   "
                   f"plots: {out / 'plots'}   viewer: verl-swe view {out}")
     return result
