@@ -5,6 +5,7 @@ import typer
 from verl_swe.cli.agent import rollout
 from verl_swe.cli.curate import curate
 from verl_swe.cli.eval import eval_cmd, plot_training, view
+from verl_swe.cli.mine import mine
 from verl_swe.cli.pipeline import tiny_cpu
 from verl_swe.cli.rft import rft_app
 from verl_swe.cli.sandbox import sandbox_app
@@ -26,4 +27,5 @@ app.command("doctor")(doctor)
 app.command("curriculum")(curriculum)
 app.command("export")(export)
 app.command("curate")(curate)
+app.command("mine")(mine)
 app.command("tiny-cpu")(tiny_cpu)

@@ -1,0 +1,1 @@
+"""Tasks from any repository's history: candidates, their environments and tests, kept rows (`verl-swe mine`)."""

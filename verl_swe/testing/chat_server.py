@@ -1,0 +1,55 @@
+"""A scripted OpenAI-compatible chat server: `POST /v1/chat/completions` answers with the next scripted text,
+as given (an int in the script answers with that HTTP status instead), and records every request."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Sequence
+
+
+class ScriptedChatServer:
+    def __init__(self, answers: Sequence[str | int], model: str = "scripted-judge"):
+        self.answers = list(answers)
+        self.requests: list[dict] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path != "/v1/chat/completions":
+                    self.send_error(404)
+                    return
+                with server.lock:
+                    server.requests.append(body)
+                    answer = server.answers[min(len(server.requests), len(server.answers)) - 1]
+                if isinstance(answer, int):
+                    self.send_error(answer)
+                    return
+                data = json.dumps({"model": model, "choices": [{"index": 0, "finish_reason": "stop",
+                                   "message": {"role": "assistant", "content": answer}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
