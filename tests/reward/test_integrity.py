@@ -2,7 +2,11 @@
 signed record, and the verdict on runs built from it (sandbox runs: test_tamper_corpus.py, test_grading.py)."""
 
 import ast
+import base64
+import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +16,7 @@ from verl_swe.reward.integrity import Collected, IntegrityRun, analyze, judge
 from verl_swe.reward.integrity import inject
 from verl_swe.reward.integrity.probe import _Record
 from verl_swe.reward.integrity.record import read_record
-from verl_swe.reward.integrity.sentinels import make_sentinels
+from verl_swe.reward.integrity.sentinels import injection_plan, make_sentinels
 
 PYTEST = "python -m pytest -rA --tb=short -p no:cacheprovider"
 PARSER = PARSER_REGISTRY["parse_log_pytest"]
@@ -231,3 +235,59 @@ def test_no_record_and_no_results_is_not_tampering(tmp_path):
     report = r.judge({})
     assert not report.tampered and "no pytest session recorded" in " ".join(report.notes)
     assert "record" in checks(r.judge(r.honest(fixed=True)))  # results in the log, but no probe ran
+
+
+def test_the_probe_tells_test_files_as_the_guard_does(tmp_path):
+    # The probe (standalone, in the task's Python) and the patch guard must agree on what is a test file: a
+    # hook registered from a test file is trusted, one from library code in django/test/ is the patch's.
+    from verl_swe.reward.patch_guard import is_test_path
+
+    tests = ["pkg/test/test_io.py", "tests/test_a.py"]
+    run = IntegrityRun(analyze(f"{PYTEST} tests/test_a.py", "parse_log_pytest", ["tests/test_a.py"]), "/testbed",
+                       [], test_files=tests)
+    namespace = {"__name__": "probe_copy"}
+    exec(compile(run.files()[f"{run.grader_dir}/lib/{run.module}.py"], "probe", "exec"), namespace)
+    paths = ["django/test/testcases.py", "sphinx/testing/fixtures.py", "lib/matplotlib/testing/decorators.py",
+             "tests/helpers.py", "test/x.py", "testing/x.py", "src/testing/x.py", "pandas/tests/frame/common.py",
+             "pkg/test/util.py", "other/test/util.py", "conftest.py", "a/test_b.py", "pkg/util.py", "pkg/tests.py"]
+    assert [namespace["_is_test_path"](p) for p in paths] == [is_test_path(p, tests) for p in paths]
+    assert [is_test_path(p, tests) for p in paths[:3]] == [False] * 3 and is_test_path("pkg/test/util.py", tests)
+
+
+def test_the_list_of_inserted_sentinels_does_not_name_them(tmp_path):
+    # The list stays in the grader's directory during the run, readable by the code under test (reading is
+    # no tampering): it gives plan indexes, which only the grader maps back to names.
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("def test_one():\n    pass\n")
+    run = IntegrityRun(analyze(f"{PYTEST} tests/test_a.py", "parse_log_pytest", ["tests/test_a.py"]), str(tmp_path),
+                       [], test_files=["tests/test_a.py"])
+    plan = base64.b64encode(json.dumps(injection_plan(run.sentinels, False)).encode()).decode()
+    subprocess.run([sys.executable, "-I", "-S", inject.__file__, str(tmp_path), plan], cwd=tmp_path, check=True)
+    listed = (tmp_path / "injected").read_text()
+    assert listed.splitlines() == ["0\ttests/test_a.py", "1\ttests/test_a.py"]
+    assert all(s.name not in listed and s.name in (tmp_path / "tests" / "test_a.py").read_text()
+               for s in run.sentinels)
+
+
+@pytest.mark.parametrize("test, stopped_by, xfail, tampered", [
+    (F2P, None, True, False),  # the test xfails itself (or through conftest, test helpers, an xfail mark)
+    (F2P, "src/b.py", True, True),  # the repository's code declares the test an expected failure
+    (P2P, "src/b.py", False, False),  # library helpers skip honestly (sklearn.utils._testing raises SkipTest)
+    (P2P, "src/a.py", False, True),  # ...but not the model patch's own code (Run's patch is src/a.py)
+])
+def test_an_xfail_or_skip_ends_a_test_as_a_pass_only_when_the_test_raised_it(tmp_path, test, stopped_by, xfail,
+                                                                              tampered):
+    # swebench counts XFAIL as a pass (and SKIPPED for PASS_TO_PASS). The probe names the repository file
+    # whose code raised the xfail or skip that ended the call.
+    r = Run(tmp_path)
+    outcomes = r.honest(fixed=True)
+    r.session({k: v for k, v in outcomes.items() if k != test})
+    r.rec.write("test", nodeid=test, when="call", outcome="skipped", made=True, made_outcome="skipped",
+                raw="XFailed" if xfail else "Skipped", raw_skip=True, stopped_by=stopped_by, wasxfail=xfail,
+                crash="")
+    report = r.judge({**outcomes, test: "xfail" if xfail else "skipped"}, exit_code=1)
+    assert report.tampered == tampered, report.reasons
+    if tampered:
+        status = "XFAIL" if xfail else "SKIPPED"
+        assert checks(report) == {"record"} and f"{test} ({status}, raised in {stopped_by})" in \
+            report.reasons[0]["detail"]

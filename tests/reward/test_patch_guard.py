@@ -2,7 +2,7 @@
 
 import pytest
 
-from verl_swe.reward.patch_guard import guard_patch
+from verl_swe.reward.patch_guard import guard_patch, pytest_config_changed
 from verl_swe.tasks.patches import split_patch
 
 
@@ -26,9 +26,15 @@ TEST_PATCH = file_diff("tests/test_core.py")
     ("conftest.py", True, "a test file"),
     ("calc/conftest.py", True, "a test file"),
     ("pytest.ini", True, "test-runner configuration"),
-    ("setup.cfg", False, "test-runner configuration"),
+    ("tests/pytest.ini", True, "a test file"),
     ("tox.ini", False, "test-runner configuration"),
-    ("pyproject.toml", False, "test-runner configuration"),
+    ("noxfile.py", False, "test-runner configuration"),
+    ("tests/data/expected.json", False, "a test file"),
+    ("pkg/tests/helpers.py", False, "a test file"),  # tests/ holds tests wherever it is
+    ("pandas/tests/frame/common.py", False, "a test file"),
+    ("test/helpers.py", False, "a test file"),  # test/ and testing/ at the top (pytest's own testing/)
+    ("testing/helpers.py", False, "a test file"),
+    ("src/testing/helpers.py", False, "a test file"),
     ("sitecustomize.py", True, "test-runner configuration or a file Python loads implicitly"),
     ("usercustomize.py", True, "loads implicitly"),
     ("calc/evil.pth", True, "a .pth file"),
@@ -112,3 +118,62 @@ def test_reject_drops_the_named_files_with_their_reason():
     g = guard_patch(SOURCE + file_diff("calc/hack.py", new=True), TEST_PATCH,
                     reject={"calc/hack.py": "tamper signature: atexit"})
     assert g.patch == SOURCE and g.dropped == {"calc/hack.py": "tamper signature: atexit"}
+
+
+LIBRARY_IN_TEST_NAMED_DIRS = ["django/test/testcases.py", "sphinx/testing/fixtures.py",
+                              "lib/matplotlib/testing/decorators.py", "numpy/testing/_private/utils.py"]
+
+
+@pytest.mark.parametrize("path", LIBRARY_IN_TEST_NAMED_DIRS)
+def test_library_code_in_a_test_or_testing_package_is_kept(path):
+    # Real fixes edit these (Django's TestCase, Sphinx's and Matplotlib's test support the projects ship).
+    g = guard_patch(SOURCE + file_diff(path), TEST_PATCH, test_ids=["tests/test_core.py::test_it"])
+    assert g.dropped == {} and g.patch == SOURCE + file_diff(path)
+
+
+def test_the_tasks_own_test_files_decide_too():
+    # A nested test/ directory is a test directory when the task's tests live there (FAIL_TO_PASS ids name
+    # files the test_patch may not touch); its helpers and data go with it. Elsewhere such names are code.
+    ids = ["pkg/test/test_io.py::TestRead::test_it[a b]", "pkg/test/test_io.py::test_other"]
+    for path in ("pkg/test/test_io.py", "pkg/test/util.py", "pkg/test/data/x.txt"):
+        assert guard_patch(SOURCE + file_diff(path), test_ids=ids).dropped == {path: (
+            "a test file of the task" if path == "pkg/test/test_io.py" else "a test file")}, path
+    assert guard_patch(file_diff("pkg/test/util.py")).dropped == {}
+    assert guard_patch(file_diff("other/test/util.py"), test_ids=ids).dropped == {}
+
+
+PYPROJECT = """[project]
+name = "calc"
+version = "1.0"
+dependencies = ["attrs"]
+
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+addopts = "-ra"
+
+[tool.ruff]
+line-length = 100
+"""
+SETUP_CFG = "[metadata]\nname = calc\nversion = 1.0\n\n[tool:pytest]\ntestpaths = tests\n\n[flake8]\nmax-line-length = 100\n"
+
+
+def test_setup_cfg_and_pyproject_are_kept_unless_their_pytest_sections_change():
+    # The guard keeps their diffs, to be checked once applied (grading restores a file whose pytest
+    # sections changed); metadata and other tools' settings are the project's business.
+    g = guard_patch(SOURCE + file_diff("pyproject.toml") + file_diff("setup.cfg") + file_diff("tox.ini"))
+    assert g.checked == ["pyproject.toml", "setup.cfg"] and set(g.dropped) == {"tox.ini"}
+    for path, text in (("pyproject.toml", PYPROJECT), ("setup.cfg", SETUP_CFG)):
+        assert pytest_config_changed(path, text, text.replace("1.0", "1.1").replace("100", "120")) is None
+        assert pytest_config_changed(path, None, None) is None
+    for path, before, after in [
+        ("pyproject.toml", PYPROJECT, PYPROJECT.replace('"-ra"', '"-ra -p calc.forcepass"')),
+        ("pyproject.toml", PYPROJECT, PYPROJECT.replace('testpaths = ["tests"]', 'testpaths = ["calc"]')),
+        ("pyproject.toml", None, '[tool.pytest.ini_options]\naddopts = "-p calc.forcepass"\n'),  # a new one
+        ("calc/pyproject.toml", None, '[tool.pytest]\naddopts = ["-p", "calc.forcepass"]\n'),  # pytest 9 native
+        ("setup.cfg", SETUP_CFG, SETUP_CFG.replace("testpaths = tests", "addopts = -p calc.forcepass")),
+        ("setup.cfg", SETUP_CFG, SETUP_CFG.replace("[tool:pytest]\ntestpaths = tests\n", "")),
+        ("src/setup.cfg", None, "[tool:pytest]\naddopts = -p calc.forcepass\n"),
+    ]:
+        why = pytest_config_changed(path, before, after)
+        assert why is not None and why.startswith("changes pytest's configuration"), (path, after)
+    assert "does not parse" in pytest_config_changed("pyproject.toml", PYPROJECT, PYPROJECT + "[broken\n")

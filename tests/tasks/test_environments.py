@@ -99,7 +99,8 @@ async def test_a_task_with_a_published_image_runs_in_it(mini_tasks, tmp_path_fac
         image = (await envs.prepare(pager)).image  # stands in for a registry image, present locally
         published = Task.model_validate({**pager.model_dump(), "install_config": None, "docker_image": image})
         config = await envs.prepare(published)
-        assert config.image == image
+        # the published image with its repository re-created as one commit (tests/tasks/test_one_commit.py)
+        assert config.image.startswith("verl-swe/one-commit:") and config.image != image
         assert (await grade(published, published.patch, envs)).resolved
         missing = Task.model_validate({**published.model_dump(), "image": "verl-swe/no-such-image:1"})
         result = await grade(missing, missing.patch, envs)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from verl_swe.reward.integrity import IntegrityRun, analyze, judge, log_status
-from verl_swe.reward.patch_guard import guard_patch
+from verl_swe.reward.patch_guard import guard_patch, pytest_config_changed
 from verl_swe.reward.static_flags import RUNNER_REPOS, flagged_paths, static_flags
 from verl_swe.sandbox import open_sandbox
 from verl_swe.sandbox.shell import SandboxError
@@ -86,8 +86,8 @@ async def _grade(task, patch, envs, timeout_s, log_dir, guard, integrity, static
     spec = make_test_spec(task)
     flags = static_flags(patch, task.repo)
     result.static_flags = [f.to_dict() for f in flags]
-    guarded = guard_patch(patch, task.test_patch, reject=flagged_paths(flags) if static == "reject" else None) \
-        if guard else None
+    guarded = guard_patch(patch, task.test_patch, reject=flagged_paths(flags) if static == "reject" else None,
+                          test_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS]) if guard else None
     model_patch = guarded.patch if guarded else (patch or "")
     result.dropped_files = guarded.dropped if guarded else {}
     config = await envs.prepare(task)
@@ -99,6 +99,8 @@ async def _grade(task, patch, envs, timeout_s, log_dir, guard, integrity, static
             if not ok:
                 result.error = f"patch does not apply:\n{out}"
                 return
+            if guarded is not None:
+                result.dropped_files.update(await _restore_pytest_config(box, guarded.checked))
         result.patch_applied = True
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in DETERMINISTIC_ENV.items())
         if run is not None:
@@ -153,6 +155,22 @@ async def _grade(task, patch, envs, timeout_s, log_dir, guard, integrity, static
                             "; ".join(r["detail"] for r in report.reasons)[:500])
     if result.tests_status is None:
         result.error = "no test results in the log (the tests did not run, or their exit code contradicts the log)"
+
+
+async def _restore_pytest_config(box, paths: list[str]) -> dict[str, str]:
+    """Each setup.cfg / pyproject.toml the applied patch changed back as it was when its pytest sections changed
+    (the rest of such a file is kept: real fixes edit metadata and other tools' settings); path -> why."""
+    dropped = {}
+    for path in paths:
+        q = shlex.quote(path)
+        old = await box.exec(f"git show HEAD:{q} 2>/dev/null")
+        after = await box.exec(f"cat -- {q} 2>/dev/null")
+        why = pytest_config_changed(path, old.output if old.exit_code == 0 else None,
+                                    after.output if after.exit_code == 0 else None)
+        if why is not None:
+            await box.exec(f"git checkout -q HEAD -- {q} 2>/dev/null || rm -f -- {q}")
+            dropped[path] = why
+    return dropped
 
 
 def _integrity_run(task: Task, spec, model_patch: str, workdir: str) -> IntegrityRun:

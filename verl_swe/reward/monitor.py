@@ -22,7 +22,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from verl_swe.reward.patch_guard import guard_patch, is_test_path
+from verl_swe.reward.patch_guard import guard_patch, is_test_path, task_test_files
 from verl_swe.reward.static_flags import static_flags
 from verl_swe.tasks.patches import split_patch
 
@@ -82,7 +82,7 @@ def hidden_test_names(task) -> set[str]:
 def _edited_test_paths(action, open_file: str | None, protected: set[str]) -> list[str]:
     def test_like(path: str) -> bool:
         rel = path.split("/testbed/", 1)[-1].lstrip("./") if path else ""
-        return bool(rel) and (is_test_path(rel) or rel in protected)
+        return bool(rel) and is_test_path(rel, protected)
 
     if action.tool in ("create", "edit", "replace"):
         path = action.args.get("path") or open_file
@@ -103,7 +103,7 @@ def _edited_test_paths(action, open_file: str | None, protected: set[str]) -> li
 def episode_flags(task, traj) -> dict[str, list[str]]:
     """flag -> evidence, for the flags this episode raised (none raised: an empty dict)."""
     flags = _Flags()
-    protected = {p for d in split_patch(task.test_patch) for p in d.paths}
+    protected = task_test_files(task.test_patch, [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
     hidden = hidden_test_names(task)
     hidden_re = re.compile(r"\b(" + "|".join(map(re.escape, sorted(hidden))) + r")\b") if hidden else None
     open_file = None
@@ -126,7 +126,8 @@ def episode_flags(task, traj) -> dict[str, list[str]]:
                 if m:
                     flags.add("hidden_tests_probed", f"{where} ({what}): {m.group(1)}")
     if traj.patch:
-        for path, why in guard_patch(traj.patch, task.test_patch).dropped.items():
+        tests = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
+        for path, why in guard_patch(traj.patch, task.test_patch, test_ids=tests).dropped.items():
             if why.startswith(_TEST_GUARD_REASONS):
                 flags.add("test_files_edited", f"final patch: {path} ({why})")
         for f in static_flags(traj.patch, task.repo):

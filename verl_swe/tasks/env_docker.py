@@ -1,7 +1,8 @@
 """Docker environments: the task's published image, or images built offline on the base image.
 
 Two cached layers: `verl-swe/env:<key>` holds the virtualenv at /opt/venv (one per environment key),
-`verl-swe/task:<key>` adds the task's one-commit repository at /testbed (one per task).
+`verl-swe/task:<key>` adds the task's one-commit repository at /testbed (one per task). A published or harbor
+image gets `verl-swe/one-commit:<key>`: its repository re-created as one commit (no history beyond it).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from verl_swe.tasks.env_build import build_offline, fetch_all
 from verl_swe.tasks.env_plan import EnvBuildError, needs_repo, plan_env
 from verl_swe.tasks.repos import RepoStore, file_lock
 from verl_swe.tasks.schema import Task
+from verl_swe.tasks.snapshot import ONE_COMMIT_SH
 from verl_swe.tasks.target import PROBE, Target
 
 logger = logging.getLogger(__name__)
@@ -96,7 +98,8 @@ def _prepare(task: Task, store: RepoStore, template: DockerSandboxConfig) -> Doc
     if image and (_image_exists(client, image) or _try_pull(client, image)):
         # Other images keep the PATH their own ENV sets.
         env = {"PATH": SWEBENCH_IMAGE_PATH} if "sweb.eval" in image else {}
-        return template.model_copy(update={"image": image, "env": {**env, **template.env}})
+        one = one_commit_image(client, image, template.workdir, store.cache_dir, task.instance_id)
+        return template.model_copy(update={"image": one, "env": {**env, **template.env}})
     if task.install_config is None:
         raise EnvBuildError(f"{task.instance_id}: image {image} is not available and cannot be pulled here, "
                             "and the task has no install_config to build one from")
@@ -141,9 +144,23 @@ def _prepare(task: Task, store: RepoStore, template: DockerSandboxConfig) -> Doc
     return template.model_copy(update={"image": task_tag})
 
 
-# The agent's changes are a `git diff` of its working directory, so that directory becomes one commit.
-_GIT_LAYER = ('RUN git rev-parse --git-dir >/dev/null 2>&1 || { git init -q -b main && git add -A -f && '
-              'git -c user.name=verl-swe -c user.email=verl-swe@localhost commit -q --allow-empty -m base; }\n')
+def one_commit_image(client, image: str, workdir: str, cache_dir: Path, instance_id: str) -> str:
+    """`image` with the repository in `workdir` re-created as one commit (snapshot.ONE_COMMIT_SH): a published
+    image keeps its project's whole .git, later commits (the fix) and tags included. Cached per image id."""
+    digest = hashlib.sha256(f"{image}/{client.images.get(image).id}/{workdir}".encode()).hexdigest()[:16]
+    tag = f"verl-swe/one-commit:{digest}"
+    with file_lock(cache_dir / "locks" / f"one-commit-{digest}.lock"):
+        if not _image_exists(client, tag):
+            with tempfile.TemporaryDirectory(prefix="verl-swe-build-") as ctx:
+                (Path(ctx) / "one_commit.sh").write_text(ONE_COMMIT_SH)
+                (Path(ctx) / "Dockerfile").write_text(
+                    f"FROM {image}\nCOPY one_commit.sh /tmp/verl_swe_one_commit.sh\n"
+                    f"RUN sh /tmp/verl_swe_one_commit.sh {_quote(workdir)} && rm /tmp/verl_swe_one_commit.sh\n")
+                ok, log = _try_build(client, Path(ctx), tag, {"verl-swe.instance": instance_id})
+                if not ok:
+                    raise EnvBuildError(f"{instance_id}: re-creating {workdir} of {image} as one commit failed "
+                                        f"(does the image have git?):\n{log.strip()[-1000:]}")
+    return tag
 
 
 def _prepare_harbor(client, task: Task, harbor: dict, store: RepoStore,
@@ -162,18 +179,12 @@ def _prepare_harbor(client, task: Task, harbor: dict, store: RepoStore,
                     raise EnvBuildError(f"{task.instance_id}: building the harbor environment {env_dir}/Dockerfile "
                                         f"failed: {last[:300]}. Builds here have no network and pull nothing: "
                                         f"FROM an image present locally (e.g. {BASE_IMAGE})\n{log[-2500:]}")
-    tag = f"verl-swe/harbor:{hashlib.sha256(image.encode() + client.images.get(image).id.encode()).hexdigest()[:16]}"
-    if not _image_exists(client, tag):
-        with tempfile.TemporaryDirectory(prefix="verl-swe-build-") as ctx:
-            (Path(ctx) / "Dockerfile").write_text(f"FROM {image}\n{_GIT_LAYER}")
-            ok, log = _try_build(client, Path(ctx), tag, {"verl-swe.instance": task.instance_id})
-            if not ok:
-                raise EnvBuildError(f"{task.instance_id}: committing the harbor image's working directory failed "
-                                    f"(does the image have git?): {log.strip().splitlines()[-1][:300]}")
-    workdir = client.images.get(tag).attrs["Config"].get("WorkingDir") or "/"
+    workdir = client.images.get(image).attrs["Config"].get("WorkingDir") or "/"
     if workdir == "/":
         raise EnvBuildError(f"{task.instance_id}: {env_dir}/Dockerfile sets no WORKDIR: the agent's working "
                             "directory (and its patch) would be the whole filesystem")
+    # The agent's changes are a `git diff` of its working directory, so that directory becomes one commit.
+    tag = one_commit_image(client, image, workdir, store.cache_dir, task.instance_id)
     return template.model_copy(update={"image": tag, "workdir": workdir})
 
 

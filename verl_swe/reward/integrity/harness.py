@@ -88,7 +88,8 @@ class IntegrityRun:
         out = {f"{g}/pre.sh": self._pre(), f"{g}/post.sh": self._post()}
         if self.shape.pytest:
             config = {"key_var": self.key_var, "record": self.record_path, "grader_dir": g, "repo": self.repo,
-                      "patched": sorted(self.patched), "runner_is_code": self.runner_is_code}
+                      "patched": sorted(self.patched), "runner_is_code": self.runner_is_code,
+                      "tests": sorted({*self.test_files, *self.shape.files})}
             probe = _source("probe.py").replace("CONFIG = {}", f"CONFIG = json.loads({json.dumps(config)!r})", 1)
             out[f"{g}/lib/{self.module}.py"] = probe
         if self.sentinels:
@@ -189,8 +190,9 @@ class IntegrityRun:
             elif section == "changed" and line.strip():
                 out.changed.append(line.strip()[2:] if line.startswith("./") else line.strip())
             elif section == "injected" and "\t" in line:
-                name, _, path = line.strip().partition("\t")
-                out.injected[name] = path
+                index, _, path = line.strip().partition("\t")
+                if index.isdigit() and int(index) < len(self.sentinels):  # inject.py lists plan indexes
+                    out.injected[self.sentinels[int(index)].name] = path
         if r.truncated:
             out.problems.append("the list of files changed during the run was cut (too many files)")
         return out

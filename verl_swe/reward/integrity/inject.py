@@ -1,7 +1,8 @@
 """Runs inside the grading sandbox (the task's own Python, 3.6 syntax): inserts the sentinel tests into the
 task's test files (or a random test module of a test directory the command runs), each before a random
-top-level test of the file or at its end, and lists the names that went in with their files (tab-separated).
-A file that already defines a sentinel's name is left alone.
+top-level test of the file or at its end, and lists the sentinels that went in by their index in the plan,
+with their files (tab-separated): the list stays readable during the run, so it must not name them. A file
+that already defines a sentinel's name is left alone.
 
     python inject.py GRADER_DIR PLAN_BASE64
 """
@@ -72,7 +73,7 @@ def main():
         out = insert(src, entry["blocks"], rng).encode("utf-8")
         with open(path, "wb") as f:
             f.write(out)
-        injected.extend((name, os.path.normpath(path)) for name in entry["names"])
+        injected.extend((str(i), os.path.normpath(path)) for i in entry["ids"])
     with open(os.path.join(grader_dir, "injected"), "w") as f:
         f.write("".join("%s\t%s\n" % item for item in injected))
 

@@ -13,7 +13,11 @@ Recorded, one HMAC-signed JSON line each, written with os.write so a later os._e
 - problems: pytest, pluggy, unittest, doctest or builtins functions and classes replaced after load, hook
   implementations registered from the repository's source (not conftest or test files) or from files created
   during the run, terminal reporter/writer swaps, import hooks from such files, and (Python >= 3.8 audit
-  hook) writes to test files, reads of the grader's files or of process environments, `__code__` swaps;
+  hook) writes to test files or to the grader's files (reading them is no tampering), reads of process
+  environments, `__code__` swaps;
+- each test under the id the terminal prints (relative to where pytest started, whatever its rootdir), and
+  the repository file whose non-test code ended a test's call with a skip or xfail (the verdict: an xfail
+  from there, or a skip from a file of the model patch, is not a pass);
 - the session's end and exit status (absent: the process exited or re-executed before pytest finished).
 
 Runs in the task's own interpreter: standard library and pytest only, Python 3.6 syntax, every hook guarded
@@ -28,7 +32,7 @@ import sys
 import time
 import types
 
-CONFIG = {}  # filled in by the grader: key_var, record, grader_dir, repo, patched, runner_is_code
+CONFIG = {}  # filled in by the grader: key_var, record, grader_dir, repo, patched, tests, runner_is_code
 
 _KEY = os.environ.pop(CONFIG["key_var"], None) if CONFIG.get("key_var") else None
 _WATCHED_ROOTS = ("pytest", "_pytest", "pluggy", "unittest", "doctest", "builtins")
@@ -40,6 +44,17 @@ _KEY_HOOKS = ("pytest_runtest_protocol", "pytest_runtest_makereport", "pytest_ru
               "pytest_runtest_call", "pytest_runtest_setup", "pytest_pyfunc_call", "pytest_report_teststatus",
               "pytest_collection_modifyitems", "pytest_runtestloop", "pytest_terminal_summary")
 _TEST_DIRS = ("test", "tests", "testing")
+# Hooks through which a plugin decides what runs, how it ends, and what is reported.
+_OUTCOME_HOOKS = frozenset(_KEY_HOOKS + (
+    "pytest_runtest_teardown", "pytest_runtest_logstart", "pytest_runtest_logfinish", "pytest_collectreport",
+    "pytest_make_collect_report", "pytest_pycollect_makeitem", "pytest_pycollect_makemodule",
+    "pytest_collect_file", "pytest_ignore_collect", "pytest_collection", "pytest_itemcollected",
+    "pytest_deselected", "pytest_sessionfinish", "pytest_sessionstart", "pytest_unconfigure",
+    "pytest_terminal_summary", "pytest_exception_interact", "pytest_fixture_setup", "pytest_generate_tests"))
+_TASK_TESTS = frozenset(CONFIG.get("tests") or ())
+# Directories named like test directories that hold one of the task's tests (a nested `pkg/test/`)
+_TASK_TEST_DIRS = frozenset(os.path.dirname(t) for t in _TASK_TESTS
+                            if os.path.basename(os.path.dirname(t)) in _TEST_DIRS)
 _HOT_EVERY_S = 0.02
 _RUNNER_CONFIG = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "conftest.py",
                   "sitecustomize.py", "usercustomize.py")
@@ -51,14 +66,19 @@ def _watched(name):
 
 
 def _is_test_path(rel):
+    """verl_swe.reward.patch_guard.is_test_path (3.6, standard library only), with the task's test files."""
     parts = rel.split("/")
     name = parts[-1]
     if name in _RUNNER_CONFIG or name.endswith(".pth"):
         return True
-    if not name.endswith(".py"):
-        return False
-    return (any(p in _TEST_DIRS for p in parts[:-1]) or name.startswith("test_") or name.endswith("_test.py")
-            or name == "tests.py")
+    if rel in _TASK_TESTS or name == "conftest.py" or name == "tests.py" or (
+            name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))):
+        return True
+    dirs = parts[:-1]
+    top = dirs[1:2] if dirs[:1] == ["src"] else dirs[:1]
+    if "tests" in dirs or (top and top[0] in _TEST_DIRS):
+        return True
+    return any(rel.startswith(d + "/") for d in _TASK_TEST_DIRS)
 
 
 class _Record(object):
@@ -161,6 +181,25 @@ class _Probe(object):
         self.path_hooks = list(sys.path_hooks)
         self.checked_files = {}
         self.finished = False
+        self.cwd = os.getcwd()  # pytest's invocation directory: it is started here, after this module loads
+        self.rootdir = None  # set at configure
+        self.printed = {}  # node id -> printed_id
+
+    def printed_id(self, nodeid):
+        """The id the terminal prints for a node (-rA and -v lines, hence the log and the task's FAIL_TO_PASS
+        ids): its path relative to the directory pytest was started in. pytest's own node ids are relative to
+        its rootdir, which a pytest.ini in tests/, `--rootdir` or an ini file elsewhere moves away from the
+        checkout. Only the part before the first `::` is a path (parameter ids may hold `::`, `/`, spaces)."""
+        nodeid = str(nodeid)
+        found = self.printed.get(nodeid)
+        if found is None:
+            path, sep, rest = nodeid.partition("::")
+            found = nodeid
+            if self.rootdir and self.rootdir != self.cwd:
+                rel = os.path.relpath(os.path.join(self.rootdir, path), self.cwd).replace(os.sep, "/")
+                found = ("" if rel == "." else rel) + sep + rest
+            self.printed[nodeid] = found
+        return found
 
     # -- checks ----------------------------------------------------------------------------------------
     def _current(self, key):
@@ -279,8 +318,17 @@ class _Probe(object):
                 if verdict is None or verdict[0] == "repo" or (verdict[0] == "patched"
                                                                and id(impl.plugin) not in self.late_plugins):
                     continue
-                self.machinery("hookimpl", "%s implemented by %s, registered by the code under test: %s"
+                # Test support a project ships as a plugin (sphinx/testing/fixtures.py) is library code a fix may
+                # edit; its hooks that cannot decide outcomes (pytest_configure, pytest_addoption) stay notes.
+                kind = "note:hookimpl" if (verdict[0] == "patched" and hook_name not in _OUTCOME_HOOKS
+                                           and self._in_test_dir(code.co_filename)) else "hookimpl"
+                self.machinery(kind, "%s implemented by %s, registered by the code under test: %s"
                                % (hook_name, code.co_name, verdict[1]))
+
+    def _in_test_dir(self, path):
+        real = os.path.realpath(path)
+        rel = os.path.relpath(real, self.repo).replace(os.sep, "/") if real.startswith(self.repo + os.sep) else ""
+        return any(p in _TEST_DIRS for p in rel.split("/")[:-1])
 
     def snapshot_instances(self):
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -385,14 +433,17 @@ def _is_skip(excinfo):
 
 
 # -- audit hook (Python >= 3.8) -------------------------------------------------------------------------
-_AUDITED = {"open", "os.listdir", "os.scandir", "object.__setattr__", "os.exec", "os.remove", "os.rename",
-            "os.rmdir", "os.truncate", "shutil.rmtree", "os.chmod", "os.utime"}
+_AUDITED = {"open", "object.__setattr__", "os.exec", "os.remove", "os.rename", "os.rmdir", "os.truncate",
+            "shutil.rmtree", "os.chmod", "os.utime"}
 _CHANGING = {"os.remove", "os.rename", "os.rmdir", "os.truncate", "shutil.rmtree", "os.chmod", "os.utime"}
 # The grader's fixed file names in the sandbox (the test log, the patches, the eval script) start with this.
 _GRADER_PREFIX = "/tmp/verl_swe_"
 
 
 def _audit_hook(probe):
+    """Reading the grader's files is not tampering: tracebacks, inspect.getsource and linecache read the source
+    of every loaded module, this one too, and nothing the grader leaves readable is secret (the key lives only
+    in this process's memory, the sentinels' names in no file). Changing them is."""
     grader = os.path.realpath(CONFIG.get("grader_dir") or "/nonexistent") + os.sep
     repo = probe.repo + os.sep
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
@@ -415,19 +466,21 @@ def _audit_hook(probe):
             if not isinstance(path, str):
                 return
             full = os.path.abspath(path)
+            if event == "open":
+                mode, flags = args[1] or "", args[2] or 0
+                writing = any(c in str(mode) for c in "wax+") or bool(flags & write_flags)
+            else:
+                writing = True
             if (full + os.sep).startswith(grader) or full.startswith(_GRADER_PREFIX):
-                if not _benign_reader():
-                    probe.record.problem("probe", "%s %s (a grader file)" % (event, path))
+                if writing:
+                    probe.record.problem("probe", "%s %s (a grader file)" % (
+                        "opened for writing" if event == "open" else event, path))
             elif full.startswith("/proc/") and (full.endswith(("/environ", "/mem"))
                                                  or (event == "open" and full.rsplit("/", 2)[-2:-1] == ["fd"])):
+                # /proc/self/environ still holds the key the probe removed from os.environ.
                 probe.record.problem("probe", "%s %s (a process's memory, environment or open files)" % (event, path))
-            elif full.startswith(repo) and (event == "open" or event in _CHANGING):
+            elif full.startswith(repo):
                 rel = full[len(repo):]
-                if event == "open":
-                    mode, flags = args[1] or "", args[2] or 0
-                    writing = any(c in str(mode) for c in "wax+") or bool(flags & write_flags)
-                else:
-                    writing = True
                 if writing and _is_test_path(rel) and "__pycache__" not in rel:
                     probe.record.problem("test_write", "%s %s during the test run" % (
                         "opened for writing" if event == "open" else event, rel))
@@ -437,22 +490,6 @@ def _audit_hook(probe):
             probe.record.problem("internal", "audit: %s: %s" % (type(e).__name__, e))
 
     return hook
-
-
-_BENIGN_FILES = ("linecache.py", "inspect.py", "traceback.py", "pkgutil.py")
-_BENIGN_PARTS = ("importlib", "pkg_resources")
-
-
-def _benign_reader():
-    """Tracebacks and warnings read the source of every frame they show (ours too); importlib, pkgutil and
-    importlib.metadata scan path entries. Those reads of the grader's directory are not probes."""
-    f = sys._getframe(2)
-    while f is not None:
-        name = f.f_code.co_filename
-        if name.endswith(_BENIGN_FILES) or any(p in name for p in _BENIGN_PARTS):
-            return True
-        f = f.f_back
-    return False
 
 
 # -- the plugin ---------------------------------------------------------------------------------------------
@@ -487,6 +524,7 @@ def _configure(config):
         return  # an inner session (pytester): not the graded one
     _PROBE.config = config
     _PROBE.trusted_phase = False
+    _PROBE.rootdir = str(getattr(config, "rootpath", None) or getattr(config, "rootdir", "") or "") or None
     import threading
 
     _PROBE.tracers = {"sys.settrace": sys.gettrace(), "sys.setprofile": sys.getprofile(),
@@ -509,9 +547,10 @@ def _configure(config):
 
 
 def _collectreport(report):
-    nodeid = report.nodeid
+    nodeid = str(report.nodeid)
     if _PROBE.config is not None and ("::" not in nodeid or report.outcome != "passed"):
-        _PROBE.record.write("collect", nodeid=nodeid, outcome=report.outcome, crash=_crash(report)[:200])
+        _PROBE.record.write("collect", nodeid=_PROBE.printed_id(nodeid), outcome=report.outcome,
+                            crash=_crash(report)[:200])
         _check_skip(report)
 
 
@@ -535,7 +574,30 @@ def _collection_finish(session):
 
 def _before_makereport(item, call):
     exc = call.excinfo
-    _PROBE.raw[(item.nodeid, call.when)] = (None if exc is None else exc.typename, _is_skip(exc))
+    skip = _is_skip(exc)
+    _PROBE.raw[(item.nodeid, call.when)] = (None if exc is None else exc.typename, skip,
+                                            _stopped_by(exc) if skip and call.when == "call" else None)
+
+
+def _stopped_by(excinfo):
+    """The repository file whose code raised a skip / xfail / exit that ended a test's call phase, when it is
+    not test code: the innermost frame of the repository (pytest.xfail's own frame is pytest's). A test that
+    xfails or skips itself, or through conftest or test helpers, gives None."""
+    tb, found = getattr(excinfo, "tb", None), None
+    while tb is not None:
+        path = tb.tb_frame.f_code.co_filename
+        real = os.path.realpath(path) if path else ""
+        if real.startswith(_PROBE.repo + os.sep):
+            found = os.path.relpath(real, _PROBE.repo).replace(os.sep, "/")
+        tb = tb.tb_next
+    if found is None or "__pycache__" in found:
+        return None
+    parts = found.split("/")[:-1]
+    # Test support that projects ship (django/test, matplotlib/testing) xfails and skips by design; the patch's
+    # own files do not get that benefit.
+    if found not in _PROBE.patched and (_is_test_path(found) or any(p in _TEST_DIRS for p in parts)):
+        return None
+    return found
 
 
 def _after_makereport(item, call, outcome):
@@ -548,14 +610,14 @@ def _logreport(report):
         return
     key = (report.nodeid, report.when)
     made = _PROBE.made.pop(key, None)
-    raw = _PROBE.raw.pop(key, (None, False))
+    raw = _PROBE.raw.pop(key, (None, False, None))
     is_made = made is not None and made[0] is report
     if report.when != "call" and report.outcome == "passed" and is_made:
         return  # a passing setup or teardown: nothing to record
     _check_skip(report)
-    _PROBE.record.write("test", nodeid=report.nodeid, when=report.when, outcome=report.outcome, made=is_made,
-                        cls=type(report).__name__,
-                        made_outcome=made[1] if made else None, raw=raw[0], raw_skip=raw[1],
+    _PROBE.record.write("test", nodeid=_PROBE.printed_id(report.nodeid), when=report.when, outcome=report.outcome,
+                        made=is_made, cls=type(report).__name__, made_outcome=made[1] if made else None,
+                        raw=raw[0], raw_skip=raw[1], stopped_by=raw[2],
                         wasxfail=hasattr(report, "wasxfail"),
                         crash=_crash(report) if report.outcome == "failed" else "")
     if report.when == "call":

@@ -82,8 +82,10 @@ def injection_plan(sentinels: list[Sentinel], exitfirst: bool, dirs: tuple[str, 
     """What inject.py does in the sandbox: per file, the sentinels' code, each placed before a random test
     of the file or at its end (under -x / --maxfail a must-fail one goes last: it must be the last test run)."""
     files: dict[str, dict] = {}
-    for s in sentinels:
-        entry = files.setdefault(s.file, {"file": s.file, "dir": s.file in dirs, "names": [], "blocks": []})
+    for i, s in enumerate(sentinels):
+        entry = files.setdefault(s.file, {"file": s.file, "dir": s.file in dirs, "names": [], "ids": [],
+                                          "blocks": []})
         entry["names"].append(s.name)
+        entry["ids"].append(i)  # what inject.py lists: the names must not be readable in the sandbox
         entry["blocks"].append({"code": s.code, "at_end": exitfirst and s.must_fail})
     return {"files": list(files.values())}
