@@ -177,53 +177,28 @@ def base_row(p: Project, commit: str) -> dict:
     }
 
 
-async def _statuses(task, envs, patch: str, test_patch: str, files: list[str]) -> dict[str, str]:
-    """Every test's status in `files` after `patch` and `test_patch`, run in the task's sandbox."""
-    import shlex
-
-    from swebench.harness.log_parsers import PARSER_REGISTRY
-
-    from verl_swe.sandbox import open_sandbox
-    from verl_swe.tasks.spec import DETERMINISTIC_ENV, make_test_spec, swebench_spec
-
-    spec = make_test_spec(task)
-    config = await envs.prepare(task)
-    async with open_sandbox(config) as box:
-        for i, text in enumerate((patch, test_patch)):
-            if text.strip():
-                await box.write_file(f"/tmp/p{i}.patch", text)
-                r = await box.exec(f"git apply /tmp/p{i}.patch")
-                if r.exit_code:
-                    raise SystemExit(f"{task.instance_id}: a patch does not apply: {r.output}")
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in DETERMINISTIC_ENV.items())
-        cmd = " ".join([task.install_config.test_cmd, *map(shlex.quote, files)])
-        # to a file: a command's output in the sandbox is capped (head + tail), and a cut line is a wrong id
-        await box.exec(f"env {env} {cmd} > /tmp/verl_swe_tests.log 2>&1", timeout=900)
-        log = (await box.read_bytes("/tmp/verl_swe_tests.log", timeout=300)).decode(errors="replace")
-    status = PARSER_REGISTRY[spec.log_parser](log, swebench_spec(task, spec))
-    if not status:
-        raise SystemExit(f"{task.instance_id}: no test results from `{cmd}`:\n{log[-3000:]}")
-    return status
-
-
 async def determine_tests(rows: list[dict], fixes: list[bool], envs) -> list[dict]:
+    """FAIL_TO_PASS / PASS_TO_PASS of each row as `verl-swe mine` finds them: the tests run in the task's sandbox
+    before and after the fix (verl_swe/mine/validate.py); an environment row's published suite, run once."""
+    from verl_swe.mine.validate import TestRunError, classify, statuses
     from verl_swe.tasks import Task
 
     out = []
     for row, is_fix in zip(rows, fixes):
         probe = Task.model_validate({**row, "FAIL_TO_PASS": row["FAIL_TO_PASS"] or ["?"]})
         files = row.pop("_test_files")
-        if is_fix:
-            before = await _statuses(probe, envs, "", row["test_patch"], files)
-            after = await _statuses(probe, envs, row["patch"], row["test_patch"], files)
-            row["FAIL_TO_PASS"] = sorted(t for t, s in after.items() if s == "PASSED" and before.get(t) != "PASSED")
-            row["PASS_TO_PASS"] = sorted(t for t, s in after.items() if s == "PASSED" and before.get(t) == "PASSED")
-        else:
-            status = await _statuses(probe, envs, "", "", files)
-            # node ids only: a module's collection line ("tests/test_more.py") is no test to hold a run to
-            passed = sorted(t for t, s in status.items() if s == "PASSED" and "::" in t)
-            row["FAIL_TO_PASS"], row["PASS_TO_PASS"] = passed[:1], passed[1:]
-            row["meta"]["suite"] = {s: sum(v == s for v in status.values()) for s in sorted(set(status.values()))}
+        try:
+            if is_fix:
+                before, _ = await statuses(probe, envs, "", row["test_patch"], files=files)
+                after, _ = await statuses(probe, envs, row["patch"], row["test_patch"], files=files)
+                row["FAIL_TO_PASS"], row["PASS_TO_PASS"], _ = classify([before], [after])
+            else:
+                status, _ = await statuses(probe, envs, "", "", files=files)
+                passed = sorted(t for t, s in status.items() if s == "PASSED")
+                row["FAIL_TO_PASS"], row["PASS_TO_PASS"] = passed[:1], passed[1:]
+                row["meta"]["suite"] = {s: sum(v == s for v in status.values()) for s in sorted(set(status.values()))}
+        except TestRunError as e:
+            raise SystemExit(f"{row['instance_id']}: {e}") from None
         if not row["FAIL_TO_PASS"]:
             raise SystemExit(f"{row['instance_id']}: no test goes from failing to passing")
         out.append(row)

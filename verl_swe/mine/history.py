@@ -12,8 +12,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-TEST_DIRS = {"tests", "test", "testing"}
-
+# The grader's own rule (reward/patch_guard.py), so a mined task's tests are the files the grader protects.
+from verl_swe.reward.patch_guard import is_test_path
 
 class MineError(RuntimeError):
     """The repository or an input file could not be read as asked."""
@@ -24,17 +24,6 @@ def git(repo: Path, *args: str) -> str:
     if done.returncode:
         raise MineError(f"git {' '.join(args[:3])} in {repo}: {done.stderr.strip()[-500:]}")
     return done.stdout
-
-
-def is_test_path(path: str) -> bool:
-    """A test file by the conventions pytest collects by: test_*.py, *_test.py, conftest.py, or a Python file in
-    a top-level tests/ / test/ / testing/ directory, or any directory named tests/ inside (a package's own tests).
-    A `test/` or `testing/` package inside the library (django/test/, sphinx/testing/) is library code."""
-    p = PurePosixPath(path)
-    if p.name.startswith("test_") and p.suffix == ".py" or p.name.endswith("_test.py") or p.name == "conftest.py":
-        return True
-    parts = p.parts[:-1]
-    return bool(parts) and (parts[0] in TEST_DIRS or "tests" in parts[1:])
 
 
 def is_library_source(path: str) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from verl_swe.sandbox import open_sandbox
 from verl_swe.tasks.schema import Task
-from verl_swe.tasks.spec import DETERMINISTIC_ENV, make_test_spec, swebench_spec
+from verl_swe.tasks.spec import DEFAULT_TEST_CMD, DETERMINISTIC_ENV, make_test_spec, swebench_spec
 
 
 class TestRunError(RuntimeError):
@@ -32,11 +32,15 @@ class TestOutcome:
     seconds: float = 0.0
 
 
-async def statuses(task: Task, envs, patch: str, test_patch: str, timeout_s: float = 900.0) -> tuple[dict, float]:
-    """({test id: status} of the test patch's files after `patch` and `test_patch`, the test command's seconds)."""
+async def statuses(task: Task, envs, patch: str, test_patch: str, timeout_s: float = 900.0,
+                   files: list[str] | None = None) -> tuple[dict, float]:
+    """({test id: status} after `patch` and `test_patch`, the test command's seconds). The tests run are the
+    test patch's files, or `files` (a whole suite) with the task's test command."""
     from swebench.harness.log_parsers import PARSER_REGISTRY
 
     spec = make_test_spec(task)
+    command = spec.test_cmd if files is None else " ".join(
+        [(task.install_config and task.install_config.test_cmd) or DEFAULT_TEST_CMD, *map(shlex.quote, files)])
     config = await envs.prepare(task)
     async with open_sandbox(config) as box:
         for i, text in enumerate((patch, test_patch)):
@@ -47,14 +51,14 @@ async def statuses(task: Task, envs, patch: str, test_patch: str, timeout_s: flo
                     raise TestRunError(f"the {'gold' if i == 0 else 'test'} patch does not apply: {r.output[-800:]}")
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in DETERMINISTIC_ENV.items())
         # To a file: a command's output in the sandbox is capped (head + tail), and a cut line is a wrong id.
-        r = await box.exec(f"env {env} bash -c {shlex.quote(spec.test_cmd)} > /tmp/verl_swe_tests.log 2>&1",
+        r = await box.exec(f"env {env} bash -c {shlex.quote(command)} > /tmp/verl_swe_tests.log 2>&1",
                            timeout=timeout_s)
         if r.timed_out:
             raise TestRunError(f"the tests timed out after {timeout_s:g} s")
         log = (await box.read_bytes("/tmp/verl_swe_tests.log", timeout=300)).decode(errors="replace")
     status = PARSER_REGISTRY[spec.log_parser](log, swebench_spec(task, spec))
     if not status:
-        raise TestRunError(f"no test results from `{spec.test_cmd}`: {log[-1500:]}")
+        raise TestRunError(f"no test results from `{command}`: {log[-1500:]}")
     # Node ids only: a module's collection line ("tests/test_x.py") is no test to hold a run to.
     return {t: s for t, s in status.items() if "::" in t}, r.duration_s
 

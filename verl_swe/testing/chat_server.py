@@ -8,6 +8,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Sequence
 
+from verl_swe.testing.openai_server import send_json
+
 
 class ScriptedChatServer:
     def __init__(self, answers: Sequence[str | int], model: str = "scripted-judge"):
@@ -27,13 +29,8 @@ class ScriptedChatServer:
                 if isinstance(answer, int):
                     self.send_error(answer)
                     return
-                data = json.dumps({"model": model, "choices": [{"index": 0, "finish_reason": "stop",
-                                   "message": {"role": "assistant", "content": answer}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, {"model": model, "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": answer}}]})
 
             def log_message(self, *args):
                 pass

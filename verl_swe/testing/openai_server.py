@@ -10,6 +10,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Sequence
 
 
+def send_json(handler: BaseHTTPRequestHandler, payload: dict) -> None:
+    data = json.dumps(payload).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 class ScriptedCompletionsServer:
     def __init__(self, tokenizer, end_of_turn_id: int, replies: Sequence[str] = (),
                  assistant_marker: str = "<|im_start|>assistant", model: str = "scripted"):
@@ -22,12 +31,7 @@ class ScriptedCompletionsServer:
 
         class Handler(BaseHTTPRequestHandler):
             def _send(self, payload: dict):
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, payload)
 
             def do_GET(self):  # noqa: N802 - http.server's naming
                 if self.path != "/v1/models":
