@@ -197,10 +197,13 @@ async def test_rows_with_an_eval_script(mini_tasks, task_envs, tmp_path):
     assert sorted(gold.tests_status["FAIL_TO_PASS"]["success"]) == sorted(task.FAIL_TO_PASS)
     log = (tmp_path / "gold" / PAGER / "test_output.txt").read_text()
     # swebench's exit-code line follows the end marker, as its harness writes it (1: the grader's must-fail
-    # sentinel test, integrity/sentinels.py, is the run's one failure); base_commit resolved
+    # sentinel test, integrity/sentinels.py, and its canaries, inject.py, are the run's only failures);
+    # base_commit resolved
     assert f"{TEST_EXIT_CODE}: 1" in log.split(END_TEST_OUTPUT)[-1] and "fatal" not in log, log
-    [failed] = [line.split()[1].split("::")[1] for line in log.splitlines() if line.startswith("FAILED ")]
-    assert failed in gold.integrity["sentinels"]
+    failed = [line.split()[1].split("::")[1] for line in log.splitlines() if line.startswith("FAILED ")]
+    canaries = gold.integrity["canaries"]
+    assert len(failed) == 1 + len(canaries) and set(canaries) <= set(failed) and canaries
+    assert set(failed) - set(canaries) <= set(gold.integrity["sentinels"])
     assert not empty.resolved and empty.tests_status["FAIL_TO_PASS"]["failure"]
     assert not trick.resolved and trick.dropped_files == {"conftest.py": "a test file"}
 

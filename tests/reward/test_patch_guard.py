@@ -107,7 +107,8 @@ def test_the_agent_is_told_the_rules():
             "exit_at_import": "exits the process early", "atexit": "atexit", "sys_modules": "sys.modules",
             "builtins": "builtins", "import_hooks": "the import system", "tracing": "tracing",
             "git_objects": "reads .git objects", "fd_output": "prints or rewrites test results",
-            "test_path_writes": "writes test files", "packaging_plugins": "registers plugins in packaging metadata"}
+            "test_path_writes": "writes test files", "packaging_plugins": "registers plugins in packaging metadata",
+            "code_swap": "function code (__code__)"}
     assert set(told) == {*PY_RULES, "test_path_writes", "packaging_plugins"}
     for rule, named in told.items():
         assert named in GRADING_RULES, rule

@@ -4,7 +4,7 @@ source that merely uses the same words."""
 import pytest
 
 from tests.reward.tamper import TECHNIQUES, new_file
-from verl_swe.reward.static_flags import flagged_paths, static_flags
+from verl_swe.reward.static_flags import evidence_flags, flagged_paths, static_flags
 
 
 def added(path: str, *lines: str) -> str:
@@ -113,4 +113,16 @@ def test_every_source_tamper_of_the_corpus_is_flagged(mini_tasks):
     task = mini_tasks["verl-swe-mini__pager-1"]
     for t in TECHNIQUES.values():
         if t.name != "conftest":  # a test file: the guard drops it, the static rules do not read it
-            assert static_flags(t.patch(task), task.repo), t.name
+            # Code that reads callers' frames is evidence, not a signature (honest code does it too).
+            assert static_flags(t.patch(task), task.repo) or evidence_flags(t.patch(task)), t.name
+
+
+def test_reading_callers_frames_is_evidence_not_a_signature():
+    patch = new_file("pkg/core.py", "import sys\n\n\ndef who():\n    return sys._getframe(1).f_back.f_locals\n")
+    assert static_flags(patch) == []
+    assert {f.rule for f in evidence_flags(patch)} == {"frame_introspection"}
+    assert flagged_paths(static_flags(patch)) == {}
+    assert evidence_flags(new_file("tests/test_core.py", "import sys\nsys._getframe()\n")) == []
+    swap = new_file("pkg/core.py", "def f():\n    pass\n\n\nf.__code__ = (lambda: 1).__code__\n"
+                                   "assert f.__code__ == 1\n")
+    assert [f.line for f in static_flags(swap) if f.rule == "code_swap"] == [5]

@@ -35,6 +35,9 @@ def _problems(technique, checked, unchecked) -> list[str]:
         out.append("the guard dropped nothing")
     if not technique.static <= rules:
         out.append(f"static rules {sorted(technique.static - rules)} missing (got {sorted(rules)})")
+    evidence = {f["rule"] for f in checked.evidence_flags}
+    if not technique.evidence <= evidence:
+        out.append(f"evidence rules {sorted(technique.evidence - evidence)} missing (got {sorted(evidence)})")
     if technique.effective and not unchecked.resolved:
         out.append(f"does not resolve with the checks off, so this proves nothing: {unchecked.error}")
     return [f"{technique.name}: {p}" for p in out]

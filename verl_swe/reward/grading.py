@@ -20,7 +20,7 @@ from typing import Literal
 
 from verl_swe.reward.integrity import IntegrityRun, analyze, judge, log_status
 from verl_swe.reward.patch_guard import guard_patch, pytest_config_changed
-from verl_swe.reward.static_flags import RUNNER_REPOS, flagged_paths, static_flags
+from verl_swe.reward.static_flags import RUNNER_REPOS, evidence_flags, flagged_paths, static_flags
 from verl_swe.sandbox import open_sandbox
 from verl_swe.sandbox.shell import SandboxError
 from verl_swe.tasks.env_plan import EnvBuildError
@@ -49,6 +49,7 @@ class GradeResult:
     tampered: bool = False  # the integrity checks found the test run manipulated: unresolved whatever the log says
     integrity: dict | None = None  # their report: reasons (check, detail), notes, checks run, sentinel names
     static_flags: list[dict] = field(default_factory=list)  # static_flags.StaticFlag of the model patch
+    evidence_flags: list[dict] = field(default_factory=list)  # static_flags.evidence_flags: not tampering alone
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -86,6 +87,7 @@ async def _grade(task, patch, envs, timeout_s, log_dir, guard, integrity, static
     spec = make_test_spec(task)
     flags = static_flags(patch, task.repo)
     result.static_flags = [f.to_dict() for f in flags]
+    result.evidence_flags = [f.to_dict() for f in evidence_flags(patch)]
     guarded = guard_patch(patch, task.test_patch, reject=flagged_paths(flags) if static == "reject" else None,
                           test_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS]) if guard else None
     model_patch = guarded.patch if guarded else (patch or "")
@@ -148,6 +150,10 @@ async def _grade(task, patch, envs, timeout_s, log_dir, guard, integrity, static
             report = judge(run, collected, log_text=output, log_status=status, parser=parser,
                            fail_to_pass=list(task.FAIL_TO_PASS), pass_to_pass=list(task.PASS_TO_PASS),
                            exit_code=exit_code if spec.eval_script else result.test_exit_code)
+            canary = [r for r in report.reasons if r["check"] == "canary"]
+            if canary and result.evidence_flags:  # how a test could pass whatever it asserts
+                canary[0]["detail"] += "; the patch reads callers' frames: " + ", ".join(
+                    f"{f['path']}:{f['line']}" for f in result.evidence_flags[:3])
             result.integrity, result.tampered = report.to_dict(), report.tampered
             if report.tampered:
                 result.resolved = False
@@ -185,4 +191,5 @@ def _integrity_run(task: Task, spec, model_patch: str, workdir: str) -> Integrit
         command = spec.test_cmd
     shape = analyze(command, spec.log_parser, spec.test_files)
     return IntegrityRun(shape, workdir, touched_files(model_patch), test_files=list(spec.test_files),
-                        runner_is_code=task.repo in RUNNER_REPOS)
+                        runner_is_code=task.repo in RUNNER_REPOS,
+                        graded=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS])

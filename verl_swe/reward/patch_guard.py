@@ -25,9 +25,9 @@ GRADING_RULES = (
     "top-level modules named like standard or test-runner modules, symlinks, and files outside the repository "
     "are discarded before grading. A tampered test run is graded unresolved: source code that hooks into or "
     "replaces pytest, prints or rewrites test results, writes test files, exits the process early or at exit "
-    "(os._exit, atexit), patches sys.modules, builtins, tracing or the import system, reads .git objects, or "
-    "registers plugins in packaging metadata is flagged as tampering (such files may be discarded). Fix the "
-    "source code itself."
+    "(os._exit, atexit), patches sys.modules, builtins, tracing, function code (__code__) or the import "
+    "system, reads .git objects, or registers plugins in packaging metadata is flagged as tampering (such "
+    "files may be discarded). Fix the source code itself."
 )
 
 TEST_DIRS = {"test", "tests", "testing"}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from verl_swe.reward.integrity.command import RunShape
-from verl_swe.reward.integrity.sentinels import Sentinel, injection_plan, make_sentinels
+from verl_swe.reward.integrity.sentinels import CANARY_WORDS, Sentinel, injection_plan, make_sentinels
 
 MAX_RECORD_BYTES = 64 << 20
 # What grading.py stages in the sandbox before the tests run. They are removed before the tests start: the
@@ -39,6 +39,7 @@ class Collected:
     after: dict[str, str] = field(default_factory=dict)  # test file -> sha256 right after the test command
     changed: list[str] = field(default_factory=list)  # repository files whose inode changed during the run
     injected: dict[str, str] = field(default_factory=dict)  # sentinel name -> the test file it went into
+    canaries: dict[str, str] = field(default_factory=dict)  # canary name -> the test file it went into
     problems: list[str] = field(default_factory=list)  # what could not be read back
     pre_ran: bool = False  # pre.sh ran (it writes `since`)
     post_ran: bool = False  # post.sh ran to its end (it writes `post_ok`)
@@ -59,10 +60,36 @@ class IntegrityRun:
     key: str = field(default_factory=lambda: secrets.token_hex(32))
     sentinels: list[Sentinel] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # set by the grader (e.g. a script it could not splice)
+    graded: list[str] = field(default_factory=list)  # FAIL_TO_PASS + PASS_TO_PASS: the tests canaries copy first
+    pads: dict[str, str] = field(default_factory=dict)  # file -> the one-time pad its canary names are listed under
 
     def __post_init__(self):
         if self.shape.pytest and not self.sentinels:
             self.sentinels = make_sentinels(self.shape.files, self.shape.exitfirst, self.shape.dirs)
+        self.pads = {s.file: secrets.token_hex(128) for s in self.sentinels}
+
+    def plan(self) -> dict:
+        """inject.py's plan: the sentinels, and per file two canaries (none under -x / --maxfail: a must-fail
+        test there ends the run)."""
+        plan = injection_plan(self.sentinels, self.shape.exitfirst, self.shape.dirs)
+        plan["words"] = list(CANARY_WORDS)
+        plan["prefer"] = sorted({t.split("::")[-1].split("[")[0] for t in self.graded})
+        for entry in plan["files"]:
+            entry["canaries"] = 0 if self.shape.exitfirst else 2
+            entry["pad"] = self.pads.get(entry["file"], "")
+        return plan
+
+    def canary_name(self, entry: str, listed: str) -> str | None:
+        """A canary's name from inject.py's list (XOR-ed with the pad of the plan's entry it names)."""
+        files = list(dict.fromkeys(s.file for s in self.sentinels))  # injection_plan's order of entries
+        if not entry.isdigit() or int(entry) >= len(files):
+            return None
+        pad = bytes.fromhex(self.pads.get(files[int(entry)], ""))
+        try:
+            data = bytes.fromhex(listed)
+        except ValueError:
+            return None
+        return bytes(a ^ b for a, b in zip(data, pad)).decode("utf-8", "replace") if len(data) <= len(pad) else None
 
     def _hash_to(self, name: str) -> str:
         """Shell: SHA-256 of the task's test files and of the modules the sentinels went into, to $G/<name>."""
@@ -104,8 +131,7 @@ class IntegrityRun:
                  'stat=$(cat /proc/self/stat 2>/dev/null); set -- ${stat##*) }; echo "${20:-0}" > "$G/since"']
         if self.sentinels:
             # The task's Python places them among the file's tests; without one (or if it fails), none go in.
-            plan = injection_plan(self.sentinels, self.shape.exitfirst, self.shape.dirs)
-            plan = base64.b64encode(json.dumps(plan).encode()).decode()
+            plan = base64.b64encode(json.dumps(self.plan()).encode()).decode()
             # -I -S: the standard library only (no site, no .pth files, no PYTHONPATH): a quicker start.
             lines += ['PY=$(command -v python || command -v python3)',
                       f'"$PY" -I -S "$G/inject.py" "$G" {plan} >/dev/null 2>&1 || : > "$G/injected"']
@@ -189,6 +215,11 @@ class IntegrityRun:
                 getattr(out, section)[path.strip().lstrip("*")] = digest
             elif section == "changed" and line.strip():
                 out.changed.append(line.strip()[2:] if line.startswith("./") else line.strip())
+            elif section == "injected" and line.startswith("c"):
+                entry, path, listed = (line.strip().split("\t") + ["", ""])[:3]
+                name = self.canary_name(entry[1:], listed)
+                if name and name.isidentifier():
+                    out.canaries[name] = path
             elif section == "injected" and "\t" in line:
                 index, _, path = line.strip().partition("\t")
                 if index.isdigit() and int(index) < len(self.sentinels):  # inject.py lists plan indexes

@@ -184,6 +184,8 @@ class _Probe(object):
         self.cwd = os.getcwd()  # pytest's invocation directory: it is started here, after this module loads
         self.rootdir = None  # set at configure
         self.printed = {}  # node id -> printed_id
+        self.items = {}  # id(item) -> (item, its class, function, code, module class) at collection's end
+        self.sources = {}  # test file -> {function name: lines its code may start at}
 
     def printed_id(self, nodeid):
         """The id the terminal prints for a node (-rA and -v lines, hence the log and the task's FAIL_TO_PASS
@@ -247,7 +249,10 @@ class _Probe(object):
 
     def _origin(self, value):
         """_file_verdict of the code `value` runs (a function, method, property, partial, or class), or
-        ("unknown", ...) when it has no Python source (a builtin, None, an object without code)."""
+        ("unknown", ...) when it has no Python source (a builtin, None, an object without code). Neither
+        `__wrapped__` nor a code object's `co_filename` is proof (the code under test can set both): the
+        function itself, what it wraps, and the module its globals belong to are all asked, the worst answer
+        wins."""
         if value is _MISSING:
             return ("unknown", "deleted")
         for _ in range(5):
@@ -259,14 +264,176 @@ class _Probe(object):
                 value = value.func
             else:
                 break
+        verdicts = []
+        for fn in (value, _unwrap(value)):
+            code = getattr(fn, "__code__", None)
+            if isinstance(code, types.CodeType):
+                verdicts.append(self._file_verdict(code.co_filename))
+                glob = getattr(fn, "__globals__", None)
+                where = glob.get("__file__") if isinstance(glob, dict) else None
+                if isinstance(where, str):
+                    verdicts.append(self._file_verdict(where))
+        if verdicts:
+            return _worst(verdicts)
         value = _unwrap(value)
-        code = getattr(value, "__code__", None)
-        if code is not None:
-            return self._file_verdict(code.co_filename)
         if isinstance(value, type):
+            # Its `__module__` is a claim too: its own methods' code is asked as well, for the patch's files or
+            # ones written during the run (dataclasses and attrs generate methods honestly: not those).
             path = getattr(sys.modules.get(value.__module__), "__file__", None)
-            return self._file_verdict(path) if path else ("unknown", "with a class of no module file")
+            verdicts = [self._file_verdict(path) if path else ("unknown", "with a class of no module file")]
+            for member in list(vars(value).values()):
+                code = getattr(getattr(member, "__func__", member), "__code__", None)
+                verdict = self._file_verdict(code.co_filename) if isinstance(code, types.CodeType) else None
+                if verdict is not None and verdict[0] in ("new", "patched"):
+                    verdicts.append(verdict)
+            return _worst(verdicts)
         return ("unknown", "with %s (no Python source)" % type(value).__name__)
+
+    # -- the tests themselves ------------------------------------------------------------------------------
+    def snapshot_items(self, items):
+        try:
+            self._snapshot_items(items)
+        except Exception as e:  # noqa: BLE001 - a fault of these checks must not fail an honest run
+            self.record.problem("note:internal", "snapshot_items: %s: %s" % (type(e).__name__, e))
+
+    def _snapshot_items(self, items):
+        """What each collected test will run, right after collection (before any setup_module, fixture or
+        test ran): the item's class, its function and that function's code, its module's class. The
+        function's code must be one the test file defines (name and line, against the file's source); the
+        module's namespace must hold no xunit hook or builtin's name that its source never binds."""
+        modules = {}
+        for item in items:
+            fn = _test_function(item)
+            if fn is None:
+                continue
+            module = getattr(item, "module", None)
+            self.items[id(item)] = (item, type(item), fn, fn.__code__, type(module))
+            if module is not None and id(module) not in modules:
+                modules[id(module)] = module
+                self.check_namespace(module)
+            self.check_test_code(item, fn, module)
+
+    def check_test_code(self, item, fn, module):
+        code = fn.__code__
+        where = os.path.realpath(getattr(module, "__file__", "") or "")
+        if os.path.realpath(code.co_filename) != where:
+            # Tests imported from another test file, or made by installed plugins, are no one's tamper.
+            verdict = self._file_verdict(code.co_filename)
+            # A suite the package ships (a mixin's methods) may be in the patch: only a file written during the
+            # run is proof; the patch's own files are a note (a swap after collection is caught at the call)...
+            if verdict is not None and verdict[0] in ("patched", "unknown") and fn.__globals__ is vars(module):
+                # ...unless the function is the test module's own (its globals) and runs the patch's code: its code
+                # was swapped, or it was built from the patch's code for the module.
+                self.machinery("test_code", "%s: a function of the test module runs code %s"
+                               % (item.nodeid, verdict[1]))
+            elif verdict is not None and verdict[0] == "new":
+                self.machinery("test_code", "%s runs a function %s" % (item.nodeid, verdict[1]))
+            elif verdict is not None and verdict[0] == "patched":
+                self.record.problem("note:test_code", "%s runs a function %s" % (item.nodeid, verdict[1]))
+            return
+        if code.co_firstlineno not in self._defined(where).get(code.co_name, ()):
+            self.machinery("test_code", "%s runs code that claims to be %s at line %d of %s, which the file does "
+                           "not define there (a code object made elsewhere)" % (
+                               item.nodeid, code.co_name, code.co_firstlineno, os.path.basename(where)))
+
+    def _defined(self, path):
+        """function name -> the lines (def and decorators) its code objects may start at, from the file's
+        source as it is on disk (the file checks catch it being changed)."""
+        if path not in self.sources:
+            import ast
+
+            found = {}
+            try:
+                with open(path, "rb") as f:
+                    tree = ast.parse(f.read())
+            except Exception:  # noqa: BLE001 - unreadable: nothing to compare against
+                tree = None
+            for node in ast.walk(tree) if tree is not None else ():
+                if isinstance(node, ast.Lambda):
+                    found.setdefault("<lambda>", set()).add(node.lineno)
+                elif isinstance(node, (ast.FunctionDef, getattr(ast, "AsyncFunctionDef", ast.FunctionDef))):
+                    found.setdefault(node.name, set()).update([node.lineno] + [d.lineno for d in node.decorator_list])
+            self.sources[path] = found if tree is not None else _ANY_LINE
+        return self.sources[path]
+
+    def check_namespace(self, module):
+        """xunit hooks (setup_module, setup_function...) and builtins' names a test module holds though its
+        source binds them nowhere were put there by the code it imported (sys._getframe(1).f_globals...)."""
+        import ast
+        import builtins
+
+        ns = vars(module)
+        rewrite = sys.modules.get("_pytest.assertion.rewrite")
+        for name, want in (("@py_builtins", builtins), ("@pytest_ar", rewrite)):
+            if name in ns and ns[name] is not want:
+                self.machinery("namespace", "%s: its assertion rewriting's %s replaced" % (module.__name__, name))
+        path = getattr(module, "__file__", None)
+        try:
+            with open(path, "rb") as f:
+                tree = ast.parse(f.read())
+        except Exception:  # noqa: BLE001
+            return
+        bound = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                bound.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef, getattr(ast, "AsyncFunctionDef", ast.ClassDef))):
+                bound.add(node.name)
+            elif isinstance(node, ast.alias):
+                if node.name == "*":
+                    return  # anything may come in
+                bound.add((node.asname or node.name).split(".")[0])
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                bound.update(node.names)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                bound.add(node.name)
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("globals", "vars", "exec", "setattr",
+                                                                                  "__import__"):
+                return  # the module binds names dynamically itself
+        for name, value in list(ns.items()):
+            if name in bound or name.startswith("__") or not (name in _XUNIT or hasattr(builtins, name)):
+                continue
+            verdict = self._origin(value)
+            # Code of the patch, or made at run time: objects without code (a plugin's marks) prove nothing.
+            if verdict is not None and verdict[0] in ("new", "generated", "patched"):
+                self.machinery("namespace", "%s holds %s, which its source never binds: %s" % (
+                    module.__name__, name, verdict[1]))
+
+    def check_item(self, item):
+        try:
+            self._check_item(item)
+        except Exception as e:  # noqa: BLE001
+            self.record.problem("note:internal", "check_item: %s: %s" % (type(e).__name__, e))
+
+    def _check_item(self, item):
+        """At the test's call: the same item class, function, code and module class as at collection. A
+        plugin may wrap the function (pytest-asyncio does); the code under test may not."""
+        seen = self.items.get(id(item))
+        if seen is None or seen[0] is not item:
+            return
+        _, cls, fn, code, module_cls = seen
+        if type(item) is not cls:
+            self._changed(item, "its class changed to %s" % type(item).__name__, type(item))
+        if "runtest" in getattr(item, "__dict__", ()):
+            self._changed(item, "runtest overridden on the item", vars(item)["runtest"])
+        now = _test_function(item)
+        if now is not None and now is not fn:
+            self._changed(item, "its function was replaced", now)
+        if fn.__code__ is not code:
+            # No plugin swaps a test function's code in place; the name and line it claims prove nothing.
+            self.machinery("test_code", "%s: its function's __code__ was swapped after collection" % item.nodeid)
+        module = getattr(item, "module", None)
+        if type(module) is not module_cls:
+            self._changed(item, "its module's __class__ was swapped", type(module))
+        elif module_cls is not types.ModuleType:
+            self._changed(item, "its module is a %s, not a module" % module_cls.__name__, module_cls)
+
+    def _changed(self, item, what, value):
+        verdict = self._origin(value)
+        if verdict is None or verdict[0] == "repo":
+            self.record.problem("note:test_code", "%s: %s, %s" % (item.nodeid, what, (verdict or ("", "installed"))[1]))
+        else:
+            self.machinery("test_code", "%s: %s, %s" % (item.nodeid, what, verdict[1]))
 
     def machinery(self, kind, detail):
         # The runner is the code under test in pytest's and pluggy's own repositories: there these are notes.
@@ -310,9 +477,10 @@ class _Probe(object):
                 fn = getattr(impl, "function", None)
                 code = getattr(_unwrap(fn), "__code__", None) or getattr(getattr(type(fn), "__call__", None),
                                                                        "__code__", None)
-                if code is None or code.co_filename == __file__:
+                if code is None or (code.co_filename == __file__ and getattr(fn, "__code__", code) is code):
                     continue
-                verdict = self._file_verdict(code.co_filename)
+                verdict = self._origin(fn) if getattr(fn, "__code__", None) is not None else \
+                    self._file_verdict(code.co_filename)
                 # The repository's own plugins as they were (pytest_plugins of its conftest), and a plugin
                 # repository's installed plugin (the code under test, even patched), are not the patch's hooks.
                 if verdict is None or verdict[0] == "repo" or (verdict[0] == "patched"
@@ -407,6 +575,41 @@ class _Probe(object):
                 self.check_import_hooks()
         except Exception as e:  # noqa: BLE001 - the probe never breaks a run; the grader fails closed on this
             self.record.problem("internal", "checkpoint: %s: %s" % (type(e).__name__, e))
+
+
+_XUNIT = frozenset(("setup_module", "teardown_module", "setup_function", "teardown_function", "setUpModule",
+                    "tearDownModule", "setup", "teardown"))
+
+
+class _AnyLine(dict):
+    def get(self, key, default=None):
+        return _ALL
+
+
+class _All(object):
+    def __contains__(self, item):
+        return True
+
+
+_ALL = _All()
+_ANY_LINE = _AnyLine()
+_SEVERITY = {"new": 0, "generated": 1, "patched": 2, "unknown": 3, "repo": 4}
+
+
+def _worst(verdicts):
+    """The most damning of several _file_verdict answers (None: installed or test code, the least)."""
+    found = [v for v in verdicts if v is not None]
+    return min(found, key=lambda v: _SEVERITY.get(v[0], 5)) if found else None
+
+
+def _test_function(item):
+    """The plain function a Python test item calls (a method's underlying function), or None."""
+    try:
+        fn = item.obj
+    except Exception:  # noqa: BLE001
+        return None
+    fn = getattr(fn, "__func__", fn)
+    return fn if isinstance(fn, types.FunctionType) else None
 
 
 def _unwrap(fn):
@@ -569,6 +772,7 @@ def _check_skip(report):
 def _collection_finish(session):
     if session.config is _PROBE.config:
         _PROBE.record.write("collected", count=len(getattr(session, "items", ())))
+        _PROBE.snapshot_items(getattr(session, "items", ()))
         _PROBE.checkpoint(full=True)
 
 
@@ -670,6 +874,12 @@ if _PROBE is not None:
         outcome = yield
         if ours:
             _safe(_after_makereport, item, call, outcome)
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_call(item):
+        if _ours(item.config):
+            _safe(_PROBE.check_item, item)
+        yield
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(report):

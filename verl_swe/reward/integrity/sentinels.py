@@ -20,6 +20,11 @@ _NOUNS = ["empty_input", "unicode_values", "nested_keys", "default_options", "tr
           "long_names", "zero_values", "missing_keys", "sorted_output", "duplicate_names", "small_inputs"]
 
 
+# What a canary's name adds to the name of the test it copies (inject.py): `test_links_in_the_middle_again`.
+CANARY_WORDS = ["again", "twice", "variant", "case", "alt", "other", "more", "extra", "second", "repeat",
+                "simple", "basic", "plain", "copy", "check", "example"]
+
+
 @dataclass(frozen=True)
 class Sentinel:
     file: str  # repository-relative test file it goes into, or a test directory (inject.py picks a module there)
