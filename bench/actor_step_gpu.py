@@ -6,14 +6,22 @@ Made for a bare machine: one H200, Python 3.12 with torch and transformers, no n
 verl: it imports only torch, transformers and two files of this repository that need nothing else
 (verl_swe/algo/loss.py, verl_swe/trainer/plan.py). Run from the repository root:
 
-    python3 bench/actor_step_gpu.py --out bench/actor-step-gpu-results.json                     # 32k / 65k / 131k
+    python3 bench/actor_step_gpu.py --out bench/actor-step-gpu-results.json   # 32k, 65k, the longest that fits
     python3 bench/actor_step_gpu.py --device cpu --tokens 512,1024 --hidden 64 --layers 2 --vocab 4096 --out x.json
 
 Per context: peak memory (torch.cuda.max_memory_allocated) and tokens/s of an update (forward, backward, grad
 clip, AdamW step; median of --iters after --warmup), and plan.py's per-GPU training estimate for the model and
 the context (its layout: 1 GPU, no offload, no sequence parallelism, fp32 master weights and Adam moments). Attention is PyTorch SDPA (its own flash
 kernel on the GPU; no flash-attn package on that machine). `--head masked` computes the LM head on the
-action tokens only (verl_swe/sparse_lm_head.py's idea); `full` (default) on every token, as verl does.
+action tokens only (verl_swe/sparse_lm_head.py's idea); `full` (default) on every token, as verl does: bf16
+logits, then verl's logprobs_from_logits_v2 (one log_softmax per row; the path verl takes without flash-attn),
+the logits freed before backward as verl's engine frees its model output.
+
+Before each row the plan's verdict for that row is printed (`plan:` estimate, fits or not, on --gpu-gb);
+a row the plan says does not fit is recorded with the verdict and not run (`--force` runs it anyway). The
+default rows are 32k, 65k and the longest context up to 131k that fits by the plan. The plan assumes FSDP's
+bf16 compute copy; this bench keeps fp32 weights under autocast, so its residual stream (the checkpointed
+layer inputs) is fp32: twice the plan's small checkpointed-inputs term.
 """
 
 from __future__ import annotations
@@ -33,7 +41,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # verl_swe without
 import torch  # noqa: E402
 
 from verl_swe.algo.loss import dapo_token_loss  # noqa: E402 - torch only
-from verl_swe.trainer.plan import GB, Layout, ModelShape, Workload, make_plan  # noqa: E402 - stdlib only
+from verl_swe.trainer.plan import GB, Head, Layout, ModelShape, Workload, make_plan  # noqa: E402 - stdlib only
+
+MASKED_FRACTION = 0.9  # step(): 10% prompt, 90% actions
+
+
+def log_probs_v2(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """verl.utils.torch_functional.logprobs_from_logits_v2 for bf16 logits (verl is not on the bare machine):
+    one log_softmax per row, so only the rows' outputs (saved for backward) and the logits are held."""
+    try:
+        from verl.utils.torch_functional import logprobs_from_logits_v2
+    except ImportError:
+        return torch.stack([torch.log_softmax(row, -1).gather(-1, label.view(1)).squeeze(-1)
+                            for row, label in zip(logits, labels, strict=True)])
+    return logprobs_from_logits_v2(logits, labels)
 
 
 def build(args, device):
@@ -58,14 +79,8 @@ def step(model, optimizer, tokens: int, head: str, device) -> dict:
     position_ids = torch.arange(tokens, device=device).unsqueeze(0)
     mask = torch.zeros(tokens, dtype=torch.bool, device=device)
     mask[tokens // 10:] = True
-    with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
-        hidden = model.model(input_ids=ids, position_ids=position_ids).last_hidden_state[0]
-        # the log-prob of token t+1 from position t; the loss reads it on action tokens only
-        targets, on = ids[0, 1:], mask[1:]
-        h = hidden[:-1][on] if head == "masked" else hidden[:-1]
-        logits = model.lm_head(h).float()
-        logp = torch.log_softmax(logits, -1).gather(1, (targets[on] if head == "masked" else targets).unsqueeze(1))
-        logp = logp.squeeze(1)
+    on = mask[1:]
+    logp = head_log_probs(model, ids, position_ids, on, head, device)
     response_mask = torch.ones_like(logp) if head == "masked" else on.to(logp.dtype)
     old = (logp.detach() + 0.01 * torch.randn_like(logp)).detach()
     advantages = torch.where(torch.rand_like(logp) > 0.5, 1.0, -1.0)
@@ -75,6 +90,17 @@ def step(model, optimizer, tokens: int, head: str, device) -> dict:
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return {"loss": float(loss.detach()), "grad_norm": grad}
+
+
+def head_log_probs(model, ids, position_ids, on, head: str, device) -> torch.Tensor:
+    """The log-prob of token t+1 from position t (on action tokens only for `masked`); the logits are local
+    here, so they are freed when this returns, before backward."""
+    with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+        hidden = model.model(input_ids=ids, position_ids=position_ids).last_hidden_state[0]
+        targets = ids[0, 1:]
+        h = hidden[:-1][on] if head == "masked" else hidden[:-1]
+        logits = model.lm_head(h)  # bf16, as verl's FSDP engine gets them (no upcast)
+        return log_probs_v2(logits, targets[on] if head == "masked" else targets).float()
 
 
 def sync(device) -> None:
@@ -104,21 +130,35 @@ def measure(model, optimizer, tokens: int, args, device) -> dict:
     return out
 
 
-def plan_estimate(config, tokens: int, gpu_gb: float) -> dict:
-    """plan.py's per-GPU training memory for this model and context on one GPU (no offload, no sequence parallelism)."""
+def plan_estimate(config, tokens: int, gpu_gb: float, head: str = "full") -> dict:
+    """plan.py's per-GPU training memory for this model and context on one GPU (no offload, no sequence
+    parallelism), the LM head as this bench computes it, and its verdict."""
     shape = ModelShape.from_hf_config(config.to_dict())
     layout = Layout(nnodes=1, gpus_per_node=1, gpu_memory_gb=gpu_gb, sp=1, rollout_tp=1, gpu_memory_utilization=0.5,
                     param_offload=False, optimizer_offload=False)
     plan = make_plan(shape, layout, Workload(context=tokens, prompts_per_iteration=1, n=1, mini_batch_prompts=1,
-                                             max_token_len_per_gpu=tokens))
-    return {"params": shape.params, **{k: round(b / GB, 6) for k, b in plan.training_bytes.items()}}
+                                             max_token_len_per_gpu=tokens),
+                     Head(sparse=head == "masked", action_fraction=MASKED_FRACTION))
+    # this bench runs the update pass only (no old-log-prob pass): its total is the one to fit
+    update = plan.training_bytes["update pass total per GPU"]
+    fits = update <= 0.95 * gpu_gb * GB  # plan.py's margin
+    return {"params": shape.params, "fits": fits, "verdict": "fits" if fits else f"does not fit (> 95% of {gpu_gb:g} GB)",
+            **{k: round(b / GB, 6) for k, b in plan.training_bytes.items()}}
+
+
+def default_tokens(config, args) -> list[int]:
+    """32k, 65k, and the longest multiple of 8,192 up to 131,072 that fits by the plan."""
+    fitting = [t for t in range(8192, 131072 + 1, 8192) if plan_estimate(config, t, args.gpu_gb, args.head)["fits"]]
+    return sorted({32768, 65536, *(fitting[-1:])})
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("actor-step-gpu-results.json"))
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--tokens", type=lambda s: [int(x) for x in s.split(",")], default=[32768, 65536, 131072])
+    parser.add_argument("--tokens", type=lambda s: [int(x) for x in s.split(",")], default=None,
+                        help="contexts (default: 32k, 65k and the longest up to 131k that fits by the plan)")
+    parser.add_argument("--force", action="store_true", help="also run rows the plan says do not fit")
     parser.add_argument("--hidden", type=int, default=1024)
     parser.add_argument("--intermediate", type=int, default=0, help="default 4 x hidden")
     parser.add_argument("--layers", type=int, default=8)
@@ -131,14 +171,22 @@ def main() -> None:
     parser.add_argument("--gpu-gb", type=float, default=141.0, help="for the plan's fit check (H200)")
     args = parser.parse_args()
     device = torch.device(args.device)
+    chosen = args.tokens
+    args.tokens = chosen or [131072]  # build() sizes the positions; without --tokens the plan picks the rows
     model, config = build(args, device)
+    args.tokens = chosen or default_tokens(config, args)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.1)
     results = []
     for tokens in args.tokens:
-        r = {**measure(model, optimizer, tokens, args, device), "plan": plan_estimate(config, tokens, args.gpu_gb)}
+        plan = plan_estimate(config, tokens, args.gpu_gb, args.head)
+        print(f"plan: {tokens} tokens, {args.head} head: update pass {plan['update pass total per GPU']:.1f} GB per GPU "
+              f"on {args.gpu_gb:g} GB: {plan['verdict']}", flush=True)
+        if not plan["fits"] and not args.force:
+            results.append({"tokens": tokens, "skipped": "the plan says it does not fit", "plan": plan})
+            continue
+        r = {**measure(model, optimizer, tokens, args, device), "plan": plan}
         results.append(r)
-        print(json.dumps({k: v for k, v in r.items() if k != "plan"}), "plan:", r["plan"]["training total per GPU"],
-              "GB", flush=True)
+        print(json.dumps({k: v for k, v in r.items() if k != "plan"}), flush=True)
     accelerator = torch.cuda.get_device_name(device) if device.type == "cuda" else "none (CPU)"
     out = {"machine": {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
                        "cpus": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__,

@@ -2,9 +2,15 @@
 
 Checks divisibility (mini-batches against data parallelism, attention heads against Ulysses sequence
 parallelism), the context against the model and the rollout engine, and estimates per-GPU memory
-for training (parameters, gradients, optimizer, activations at the configured context, logits) and
-for rollout (KV cache bytes per token, full-length trajectories per engine, waves per iteration).
-Arithmetic only: estimates, stated as such.
+for training and for rollout (KV cache bytes per token, full-length trajectories per engine, waves per
+iteration). Arithmetic only: estimates, stated as such.
+
+Training, per GPU: the FSDP shards (parameters, gradients, Adam) and one gathered layer; per micro-batch
+(verl's dynamic batch size packs ppo_max_token_len_per_gpu x sp tokens, Ulysses gives each rank its slice)
+the update pass holds every layer's checkpointed input, then peaks at the larger of one recomputed layer and
+the LM head path as verl 0.9.1's FSDP engine computes it (`Head`: logits, log_softmax, entropy, fused kernels,
+the sparse head); the no-grad old-log-prob pass, where verl computes entropy, is planned beside it.
+bench/actor_memory_cpu.py measures the same micro-batch on a CPU and checks these terms (bench/README.md).
 """
 
 from __future__ import annotations
@@ -70,6 +76,7 @@ class Workload:
     max_token_len_per_gpu: int  # dynamic batch size budget (ppo_max_token_len_per_gpu)
     rope_scaling: float = 1.0
     rollout_max_model_len: int | None = None
+    logprob_max_token_len_per_gpu: int | None = None  # rollout.log_prob_max_token_len_per_gpu (default: the actor's)
 
 
 @dataclass
@@ -83,12 +90,115 @@ class Plan:
         return not self.errors
 
 
+# Default share of a micro-batch's positions whose log-prob the loss reads (action tokens), for the sparse head.
+# The paper gives none; verl_swe/sparse_lm_head.py measured 15-30% on CPU episodes (a long SWE context is
+# mostly observations, so less): 0.3 is the conservative end.
+ACTION_FRACTION = 0.3
+
+
+@dataclass(frozen=True)
+class Head:
+    """How verl 0.9.1 computes the actor's LM head per micro-batch (FSDPEngineWithLMHead.prepare_model_outputs,
+    use_remove_padding) and which of its memory savers are on."""
+    fused_kernels: bool = False      # model.use_fused_kernels: FusedLinearForPPO, 512 rows at a time, no full logits
+    entropy_grad: bool = False       # actor.entropy_coeff != 0 or actor.calculate_entropy (v1 trainer _update_actor)
+    entropy_checkpointing: bool = False  # actor.entropy_checkpointing
+    entropy_chunking: bool = False   # actor.entropy_from_logits_with_chunking (helps the no-grad pass only)
+    entropy_chunk: int = 2048        # actor.entropy_from_logits_chunk_size
+    flash_ce: bool = False           # flash-attn's in-place cross-entropy (logprobs_from_logits uses it if installed)
+    sparse: bool = False             # verl_swe/sparse_lm_head.py (VERL_SWE_SPARSE_LM_HEAD, on by default)
+    action_fraction: float = ACTION_FRACTION
+    # Bytes of the softmax family's outputs: CUDA autocast runs softmax, log_softmax and logsumexp in fp32 (its
+    # fp32 op list); CPU autocast keeps them bf16 (2), which the CPU bench uses.
+    softmax_bytes: int = 4
+    logits_bytes: int = 2            # the head's matmul output: bf16 (FSDP param_dtype; HF Qwen2 does not upcast)
+    fused_chunk: int = 512           # FusedLinearForPPO's chunk_size
+
+    def sparse_applies(self, sp: int) -> bool:
+        # as sparse_lm_head._applies: verl's own path under Ulysses or fused kernels
+        return self.sparse and sp == 1 and not self.fused_kernels
+
+    def rows(self, tokens: int, sp: int) -> float:
+        return tokens * self.action_fraction if self.sparse_applies(sp) else tokens
+
+    def describe(self, sp: int) -> str:
+        if self.fused_kernels:
+            return "fused kernels"
+        parts = ["flash-attn cross-entropy" if self.flash_ce else "log_softmax per row"]
+        if self.sparse_applies(sp):
+            parts.append(f"sparse head at {self.action_fraction:g} of positions")
+        if self.entropy_grad:
+            parts.append("entropy with grad")
+        return ", ".join(parts)
+
+
+def lm_head_update_bytes(m: ModelShape, tokens: int, head: Head, sp: int = 1) -> float:
+    """Peak bytes of the LM head path in the update pass (with grad), per micro-batch and rank. Under Ulysses
+    the head runs on the rank's slice of the sequence (verl gathers log-probs afterwards, not logits)."""
+    a, s, v = head.logits_bytes, head.softmax_bytes, m.vocab
+    if head.fused_kernels:
+        # _fused_linear_for_ppo_bwd, per chunk, at `dlogits += dlog_probs * (one_hot - probs)`: the fp32 logits
+        # (the bf16 matmul output is gone by then), probs, one_hot, (one_hot - probs) and the product, all fp32
+        # (explicit .to(float32)); plus dvocab_weights and dhidden, allocated whole by the backward.
+        return 20 * head.fused_chunk * v + v * m.hidden * a + tokens * m.hidden * a
+    e = head.rows(tokens, sp) * v  # logit elements
+    if head.entropy_grad:
+        # entropy_from_logits with autograd: pd (softmax), the log_softmax outputs of the log-prob branch, and
+        # in backward grad_pd = g * logits, the mul's grad of logits, softmax's backward (temporary and result)
+        # and logsumexp's exp: six softmax-sized tensors beside the logits. entropy_checkpointing frees pd after
+        # the forward but recomputes it in backward, where the peak is: the same peak (bench/README.md).
+        return (a + 6 * s) * e
+    if head.flash_ce:
+        return a * e  # flash-attn's cross_entropy_loss keeps the logits and writes their grad in place
+    # logprobs_from_logits_v2 (bf16 logits): one log_softmax per row, each output saved for backward
+    return (a + s) * e
+
+
+def logprob_pass_bytes(m: ModelShape, tokens: int, head: Head, sp: int = 1) -> float:
+    """Peak of the no-grad old-log-prob pass (verl computes entropy there for actor/entropy): the LM head
+    path plus one layer's transient activations."""
+    a, s, v = head.logits_bytes, head.softmax_bytes, m.vocab
+    layer = tokens * (4 * m.hidden + 6 * m.intermediate)  # a layer's widest moment, nothing saved
+    if head.fused_kernels:  # per chunk: logits (bf16, fp32), probs, probs * logits, log_softmax
+        return (a + 16) * head.fused_chunk * v + layer
+    e = head.rows(tokens, sp) * v
+    if head.entropy_chunking:  # logits whole, then per chunk an fp32 copy, softmax and the product (always fp32)
+        return a * e + 12 * min(head.entropy_chunk, tokens) * v + layer
+    return (a + 2 * s) * e + layer  # logits, pd = softmax(logits), pd * logits
+
+
+def layer_recompute_bytes(m: ModelShape, tokens: int, dtype_bytes: int = 2) -> float:
+    """One Qwen2 decoder layer's saved tensors when gradient checkpointing recomputes it in backward, per token:
+    two RMSNorms (fp32 upcast of the input 4h, normalized bf16 2h, output 2h: 8h each), q with RoPE (q, rotate_half(q),
+    q_embed: 6h), k and v likewise (6kv + 2kv), the attention output and o_proj's input (4h), the MLP
+    (gate, up, silu(gate), their product: 8I)."""
+    kv = m.kv_heads * m.head_dim
+    return tokens * (28 * m.hidden + 8 * kv + 8 * m.intermediate) * dtype_bytes / 2
+
+
+def actor_activation_bytes(m: ModelShape, tokens: int, head: Head, sp: int = 1) -> dict[str, float]:
+    """The update pass per micro-batch and rank, with gradient checkpointing: every layer's input stays, then
+    the peak is the LM head (forward end and its backward) or one layer's recompute, whichever is larger."""
+    ckpt = tokens * m.hidden * 2 * (m.layers + 1)  # the layers' inputs and the final norm's (bf16)
+    lm = lm_head_update_bytes(m, tokens, head, sp)
+    layer = layer_recompute_bytes(m, tokens)
+    return {"checkpointed inputs": ckpt, "LM head": lm, "layer recompute": layer, "update peak": ckpt + max(lm, layer)}
+
+
+def tokens_per_rank(max_token_len_per_gpu: int, context: int, sp: int) -> int:
+    """verl's dynamic batch size packs up to ppo_max_token_len_per_gpu x sp tokens per micro-batch
+    (prepare_micro_batches) and Ulysses splits the packed sequence over the sp ranks: the budget per rank,
+    or one trajectory split when a single one is longer (the plan refuses that layout)."""
+    return max(max_token_len_per_gpu, math.ceil(context / sp))
+
+
 def kv_bytes_per_token(m: ModelShape, dtype_bytes: int = 2) -> int:
     """K and V, every layer, every KV head: 2 * layers * kv_heads * head_dim * bytes."""
     return 2 * m.layers * m.kv_heads * m.head_dim * dtype_bytes
 
 
-def make_plan(m: ModelShape, lay: Layout, w: Workload) -> Plan:
+def make_plan(m: ModelShape, lay: Layout, w: Workload, head: Head | None = None) -> Plan:
+    head = head or Head()
     p = Plan()
     dp = lay.world // lay.sp
     if lay.world % lay.sp:
@@ -119,23 +229,29 @@ def make_plan(m: ModelShape, lay: Layout, w: Workload) -> Plan:
     params_b = 0 if lay.param_offload else m.params * lay.model_dtype_bytes / shard
     grads_b = m.params * lay.model_dtype_bytes / shard
     optim_b = 0 if lay.optimizer_offload else 2 * m.params * 4 / shard  # Adam moments, fp32
-    tokens = min(w.max_token_len_per_gpu, w.context) if lay.sp == 1 else math.ceil(w.context / lay.sp)
-    # Gradient checkpointing keeps each layer's input (bf16); one layer is recomputed at a time.
-    ckpt_b = tokens * m.hidden * 2 * m.layers
-    layer_b = tokens * (12 * m.hidden + 4 * m.intermediate) * 2
     allgather_b = 2 * (m.params / m.layers) * 2  # one layer's full bf16 weights, gathered (and prefetch)
-    logits_b = tokens * m.vocab * 4 * 2  # fp32 logits and their gradient
-    train_total = params_b + grads_b + optim_b + ckpt_b + layer_b + allgather_b + logits_b
-    for name, b in [("params (fp32 master, sharded)", params_b), ("gradients (sharded)", grads_b),
-                    ("optimizer (Adam, sharded)", optim_b), (f"activations, {tokens} tokens/GPU (checkpointed)",
-                                                            ckpt_b + layer_b),
-                    ("gathered layer weights", allgather_b), ("logits + grad (fp32)", logits_b),
-                    ("training total per GPU", train_total)]:
+    tokens = tokens_per_rank(w.max_token_len_per_gpu, w.context, lay.sp)
+    act = actor_activation_bytes(m, tokens, head, lay.sp)
+    update_b = params_b + grads_b + optim_b + allgather_b + act["update peak"]
+    # the old-log-prob pass (no grad, entropy on for verl's actor/entropy metric), its own token budget
+    lp_tokens = tokens_per_rank(w.logprob_max_token_len_per_gpu or w.max_token_len_per_gpu, w.context, lay.sp)
+    logprob_b = params_b + optim_b + allgather_b + logprob_pass_bytes(m, lp_tokens, head, lay.sp)  # grads: None
+    train_total = max(update_b, logprob_b)
+    rows = [("params (fp32 master, sharded)", params_b), ("gradients (sharded)", grads_b),
+            ("optimizer (Adam, sharded)", optim_b), ("gathered layer weights", allgather_b),
+            (f"checkpointed layer inputs, {tokens} tokens/GPU", act["checkpointed inputs"]),
+            ("one layer recomputed (backward)", act["layer recompute"]),
+            (f"LM head, update ({head.describe(lay.sp)})", act["LM head"]),
+            ("update pass total per GPU", update_b),
+            (f"old-log-prob pass per GPU ({lp_tokens} tokens, no grad, entropy)", logprob_b),
+            ("training total per GPU", train_total)]
+    for name, b in rows:
         p.rows.append((name, f"{b / GB:.1f} GB"))
         p.training_bytes[name] = b
     if train_total > lay.gpu_memory_gb * GB * 0.95:
         p.errors.append(f"training needs ~{train_total / GB:.0f} GB per GPU, more than {lay.gpu_memory_gb:g} GB: "
-                        "raise ulysses sp, offload parameters/optimizer, or lower ppo_max_token_len_per_gpu")
+                        "raise ulysses sp, offload parameters/optimizer, lower ppo_max_token_len_per_gpu, or "
+                        "shrink the LM head (model.use_fused_kernels, entropy off or chunked)")
 
     # Rollout side: KV cache decides how many full-length trajectories run at once.
     kv_tok = kv_bytes_per_token(m)

@@ -21,7 +21,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from verl_swe.algo.sampling import sampling_problems
-from verl_swe.trainer.plan import KNOWN_MODELS, Layout, ModelShape, Plan, Workload, make_plan
+from verl_swe.trainer.plan import ACTION_FRACTION, KNOWN_MODELS, Head, Layout, ModelShape, Plan, Workload, make_plan
 from verl_swe.trainer.run_checks import iteration_problems, iterations, multinode_path_problems
 
 SYNC_TRAINERS = ("sync", "swe_sync")  # swe_sync: verl's sync trainer, padding spread (spread_trainer.py)
@@ -116,8 +116,25 @@ def plan_for(config: DictConfig) -> Plan | None:
     w = Workload(context=config.data.max_prompt_length + config.data.max_response_length,
                  prompts_per_iteration=config.data.train_batch_size, n=arr.rollout.n,
                  mini_batch_prompts=arr.actor.ppo_mini_batch_size, max_token_len_per_gpu=arr.actor.ppo_max_token_len_per_gpu,
-                 rope_scaling=rope, rollout_max_model_len=arr.rollout.max_model_len)
-    return make_plan(m, lay, w)
+                 rope_scaling=rope, rollout_max_model_len=arr.rollout.max_model_len,
+                 logprob_max_token_len_per_gpu=OmegaConf.select(arr, "rollout.log_prob_max_token_len_per_gpu"))
+    return make_plan(m, lay, w, head_for(config))
+
+
+def head_for(config: DictConfig) -> Head:
+    """The LM head path the actor's config selects (plan.Head). flash-attn's cross-entropy is not assumed:
+    without it verl keeps per-row log_softmax outputs, an upper bound of the in-place kernel."""
+    import os
+
+    actor = config.actor_rollout_ref.actor
+    get = lambda key, default: OmegaConf.select(actor, key, default=default)  # noqa: E731
+    return Head(fused_kernels=bool(OmegaConf.select(config, "actor_rollout_ref.model.use_fused_kernels", default=False)),
+                entropy_grad=bool(get("calculate_entropy", False)) or float(get("entropy_coeff", 0.0)) != 0.0,
+                entropy_checkpointing=bool(get("entropy_checkpointing", False)),
+                entropy_chunking=bool(get("entropy_from_logits_with_chunking", False)),
+                entropy_chunk=int(get("entropy_from_logits_chunk_size", 2048)),
+                sparse=os.environ.get("VERL_SWE_SPARSE_LM_HEAD", "1") != "0",
+                action_fraction=float(OmegaConf.select(config, "swe.plan_action_fraction", default=ACTION_FRACTION)))
 
 
 def _dataset_problems(config: DictConfig, validate_tasks: bool = True) -> list[str]:

@@ -17,6 +17,9 @@ another. All of it is decided by code that needs no GPU, so rehearse runs that c
 
 The model's config.json: model.path when it is a local folder, else the bundled public config of model.path
 or swe.base_model (model_cards/). Not rehearsed: weight loading, memory (`verl-swe plan`), NCCL, CUDA graphs.
+A check that cannot run here (no local parquet, --no-engine, an earlier refusal) is reported as "not checked"
+with its reason; on more than one node an unmeasured prompt length is a finding. An SFT config (the RFT
+recipe, verl.trainer.sft_trainer) is rehearsed by rehearse_sft.py.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ class Rehearsal:
     model: str = ""
     checks: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    not_checked: list[str] = field(default_factory=list)  # "what: why", for every check that could not run
 
     @property
     def ok(self) -> bool:
@@ -60,37 +64,62 @@ class Rehearsal:
     def fail(self, key: str, problem: str, fix: str) -> None:
         self.findings.append(Finding(key, problem, fix))
 
+    def skip(self, what: str, why: str) -> None:
+        self.not_checked.append(f"{what}: {why}")
+
     def report(self) -> str:
         lines = [f"model config: {self.model}", *(f"  ok  {c}" for c in self.checks)]
+        lines += [f"  --  not checked: {n}" for n in self.not_checked]
         lines += [f"  FAIL {f}" for f in self.findings]
         return "\n".join(lines)
+
+
+# The checks after the worker configs, named for "not checked" when an earlier step stops the rehearsal.
+LATER_CHECKS = ["context (prompt + response against the rollout and the trainer's RoPE)", "vLLM engine config",
+                "stop tokens", "agent prompt lengths (data.train_files / data.val_files)"]
 
 
 def rehearse(config: DictConfig, engine: bool = True) -> Rehearsal:
     """Run the start-up logic of a GPU run of `config` (a composed recipe); `engine=False` skips vLLM."""
     import verl  # noqa: F401 - loads the plugin (verl_compat's override path) as every verl process does
 
+    if "actor_rollout_ref" not in config and "engine" in config:  # an SFT (RFT) config: verl.trainer.sft_trainer
+        from verl_swe.trainer.rehearse_sft import rehearse_sft
+
+        return rehearse_sft(config)
     r = Rehearsal()
     with tempfile.TemporaryDirectory(prefix="verl-swe-rehearse-") as tmp:
         model_dir = _model_dir(config, Path(tmp), r)
         if model_dir is None:
-            return r
+            return _stopped(r, ["verl validate_config", "worker configs", *LATER_CHECKS], "no model config.json")
         cfg = copy.deepcopy(config)
         with open_dict(cfg):
             cfg.actor_rollout_ref.model.path = str(model_dir)
         if not _verl_validate(cfg, r):
-            return r
+            return _stopped(r, ["worker configs", *LATER_CHECKS], "verl's validate_config refused the config")
         OmegaConf.resolve(cfg)  # as verl's task runner does before any worker builds its configs
         built = _worker_configs(cfg, r)
         if built is None:
-            return r
+            return _stopped(r, LATER_CHECKS, "verl could not build the workers' configs")
         model, rollout = built
         _guarded(r, "(context)", lambda: _context(cfg, model, rollout, r))
         vllm = _guarded(r, "actor_rollout_ref.rollout", lambda: _rollout_engine(cfg, model, r)) if engine else None
         if not engine:
-            r.checks.append("vLLM engine config: skipped (engine=False)")
+            r.skip("vLLM engine config and the RoPE it builds", "engine=False (--no-engine)")
         _guarded(r, "swe.agent", lambda: _stop_tokens(cfg, model, rollout, r, vllm_ok=vllm is not None))
-        _guarded(r, "data", lambda: _prompt_lengths(cfg, model, r))
+        measured = _guarded(r, "data", lambda: _prompt_lengths(cfg, model, r)) or set()
+        nnodes = int(OmegaConf.select(cfg, "trainer.nnodes", default=1) or 1)
+        if nnodes > 1 and "train_files" not in measured:
+            # On many nodes a silently left-truncated prompt costs a cluster's hours: the check must have run.
+            r.fail("data.train_files", f"the agent's prompt lengths were not measured (no local parquet of "
+                   f"data.train_files) and the run is on trainer.nnodes={nnodes} nodes", "rehearse where the "
+                   "training parquet is (data.train_files=/shared/.../stage1.parquet), before booking the nodes")
+    return r
+
+
+def _stopped(r: Rehearsal, checks: list[str], why: str) -> Rehearsal:
+    for check in checks:
+        r.skip(check, why)
     return r
 
 
@@ -255,22 +284,32 @@ def _stop_tokens(cfg: DictConfig, model, rollout, r: Rehearsal, vllm_ok: bool) -
         if missing := ends - set(params.stop_token_ids or []):
             r.fail("swe.agent (stop tokens)", f"vLLM's SamplingParams stops on {params.stop_token_ids}, not {missing}",
                    "pass stop_token_ids in the agent's sampling params")
+    else:
+        r.skip("stop tokens through vLLM's SamplingParams", "the vLLM engine config was not built")
     names = ", ".join(f"{i} {tok.convert_ids_to_tokens(i)}" for i in stops)
     r.checks.append(f"stop tokens the agent sends{' (as vLLM SamplingParams)' if vllm_ok else ''}: {names}")
 
 
-def _prompt_lengths(cfg: DictConfig, model, r: Rehearsal) -> None:
+def _prompt_lengths(cfg: DictConfig, model, r: Rehearsal) -> set[str]:
     """verl left-truncates a prompt longer than rollout.prompt_length without an error (the trainer then
-    scores another context than the one sampled): measure what the agent renders, tool schemas included."""
+    scores another context than the one sampled): measure what the agent renders, tool schemas included.
+    Returns the data keys whose files were measured."""
     from verl_swe.trainer.prompt_lengths import agent_prompt_lengths
 
     limit = cfg.data.max_prompt_length
     measured: set[Path] = set()
+    keys: set[str] = set()
     for key in ("train_files", "val_files"):
         files = OmegaConf.select(cfg, f"data.{key}")
         for f in [files] if isinstance(files, str) else list(files or []):
             path = Path(str(f)).expanduser()
-            if path.suffix != ".parquet" or not path.exists() or path.resolve() in measured:
+            if path.suffix != ".parquet" or not path.exists():
+                why = "not a local .parquet" if path.suffix != ".parquet" else "no such file here"
+                r.skip(f"agent prompt lengths of data.{key} {f}", f"{why}; verl would left-truncate a prompt longer "
+                       f"than data.max_prompt_length={limit} without an error")
+                continue
+            keys.add(key)
+            if path.resolve() in measured:
                 continue
             measured.add(path.resolve())
             lengths = agent_prompt_lengths(path, cfg.swe.agent, model.tokenizer)
@@ -284,3 +323,6 @@ def _prompt_lengths(cfg: DictConfig, model, r: Rehearsal) -> None:
                        "as much), or drop those tasks")
             else:
                 r.checks.append(f"data.{key}: {len(lengths)} agent prompts <= {limit} tokens (longest {longest})")
+    if not OmegaConf.select(cfg, "data.train_files"):
+        r.skip("agent prompt lengths", "data.train_files is not set")
+    return keys
