@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Sequence
 
-from verl_swe.testing.openai_server import send_json
+from verl_swe.testing.openai_server import LoopbackServer, send_json
 
 
-class ScriptedChatServer:
+class ScriptedChatServer(LoopbackServer):
     def __init__(self, answers: Sequence[str | int], model: str = "scripted-judge"):
         self.answers = list(answers)
         self.requests: list[dict] = []
@@ -36,17 +36,8 @@ class ScriptedChatServer:
                 pass
 
         self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._serve(Handler)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        return super().url + "/v1"

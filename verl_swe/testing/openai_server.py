@@ -19,7 +19,27 @@ def send_json(handler: BaseHTTPRequestHandler, payload: dict) -> None:
     handler.wfile.write(data)
 
 
-class ScriptedCompletionsServer:
+class LoopbackServer:
+    """An HTTP server on a free loopback port, serving from a thread while in its `with` block."""
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class ScriptedCompletionsServer(LoopbackServer):
     def __init__(self, tokenizer, end_of_turn_id: int, replies: Sequence[str] = (),
                  assistant_marker: str = "<|im_start|>assistant", model: str = "scripted"):
         self.tok = tokenizer
@@ -54,8 +74,7 @@ class ScriptedCompletionsServer:
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._serve(Handler)
 
     def encode(self, text: str) -> list[int]:
         """A reply's tokens: exactly the text's, then the end of the turn."""
@@ -70,15 +89,3 @@ class ScriptedCompletionsServer:
             if prompt[i: i + len(m)] == m:
                 n += 1
         return self.replies[min(n - 1, len(self.replies) - 1)]
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
