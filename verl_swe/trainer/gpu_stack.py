@@ -15,6 +15,7 @@ import argparse
 import importlib.metadata as md
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -134,7 +135,7 @@ def check(stack: Stack, need_stack: bool = True, need_gpus: bool = False, need_d
                      f"or newer): upgrade the driver, or use an environment whose torch is built for an older CUDA")
     if need_gpus and not stack.gpus:
         p.append(f"no GPU is visible to torch ({stack.gpus or 0} devices; CUDA_VISIBLE_DEVICES="
-                 f"{__import__('os').environ.get('CUDA_VISIBLE_DEVICES', '(unset)')})")
+                 f"{os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')})")
     fa = stack.versions.get("flash-attn")
     if fa and supported("flash-attn", fa):
         stack.attention, stack.attention_reason = "flash_attention_2", f"flash-attn {fa} is installed"

@@ -68,9 +68,9 @@ class SpreadPaddingSyncTrainer(PPOTrainerSync):
         # Validation scores the episodes that ran: infrastructure failures are counted apart (val/infra/*).
         from verl_swe.trainer.infra_filter import validation_without_infra_failures
 
-        *kept, infra = validation_without_infra_failures(data_sources, sample_uids, reward_extra_infos_dict,
-                                                         list(sample_turns), expected_acc_counts)
-        return {**super()._val_metrics_update(*kept[:4], expected_acc_counts=kept[4]), **infra}
+        sources, uids, infos, turns, expected, infra = validation_without_infra_failures(
+            data_sources, sample_uids, reward_extra_infos_dict, list(sample_turns), expected_acc_counts)
+        return {**super()._val_metrics_update(sources, uids, infos, turns, expected_acc_counts=expected), **infra}
 
     def _balance_batch(self, batch, metrics, logging_prefix="global_seqlen", keep_minibatch=False):
         batch = super()._balance_batch(batch, metrics, logging_prefix=logging_prefix, keep_minibatch=keep_minibatch)
